@@ -1,0 +1,6 @@
+"""Root pytest configuration: what `pytest --nbval` collects and what it leaves alone."""
+
+# Exercise notebooks are unanswered by design, and the sample submissions are
+# graded by the grader's tests, so nbval must not execute them.
+collect_ignore = ["exercises", "build", ".venv", "scripts"]
+collect_ignore_glob = ["tests/samples/*", "tests/fixtures/*"]
