@@ -1,0 +1,1 @@
+"""Executing, normalizing and rendering the course's notebooks."""

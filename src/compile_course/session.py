@@ -1,0 +1,32 @@
+"""The first cell of every notebook: quiet logs, fixed seed, printed version boundary."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+from .quiet import set_quiet_logs
+
+REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements.txt"
+
+
+def pinned_torch() -> str | None:
+    """The torch version pinned in requirements.txt (the course's one list of pins)."""
+    if not REQUIREMENTS.exists():
+        return None
+    match = re.search(r"^torch==(\S+)$", REQUIREMENTS.read_text(), re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def start(seed: int = 0) -> None:
+    """Prepare a notebook: quiet torch's stderr logs, seed, print the boundary line."""
+    set_quiet_logs()
+    torch.manual_seed(seed)
+    pinned = pinned_torch()
+    installed = torch.__version__.split("+")[0]
+    print(f"torch {installed} (course pin: {pinned}) | python {sys.version_info.major}.{sys.version_info.minor} | device: cpu")
+    if pinned and installed != pinned:
+        print(f"WARNING: outputs were recorded with torch {pinned}; yours may differ.")

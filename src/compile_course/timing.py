@@ -1,0 +1,102 @@
+"""Time the first call apart from steady state, and say which compile cache was used.
+
+The first call of a compiled function pays for graph capture and, with
+inductor, code generation; later calls reuse the cached graph. Mixing the two
+in one average says nothing true about either. ``measure`` times the first
+call once, then the steady state with ``torch.utils.benchmark`` (median and
+interquartile range over many runs), and records whether inductor's FX graph
+cache was hit (warm) or missed (cold) during that first call.
+
+Raw timings vary from run to run: show them in cells that nbval does not
+compare, as a plot or a summary, never in a compared output.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import quiet  # noqa: F401  (stderr policy before torch is imported)
+import torch
+import torch.utils.benchmark as benchmark
+from torch._dynamo.utils import counters
+
+
+@dataclass
+class Timing:
+    label: str
+    first_call_s: float
+    median_s: float
+    iqr_s: float
+    runs: int
+    cache: str
+
+    def line(self) -> str:
+        return (f"{self.label:<22} first call {_fmt(self.first_call_s):>9}   "
+                f"steady median {_fmt(self.median_s):>9} (IQR {_fmt(self.iqr_s)}, {self.runs} runs)   cache: {self.cache}")
+
+
+def _fmt(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _cache_state(before: dict, after: dict) -> str:
+    hits = after.get("fxgraph_cache_hit", 0) - before.get("fxgraph_cache_hit", 0)
+    misses = after.get("fxgraph_cache_miss", 0) - before.get("fxgraph_cache_miss", 0)
+    if misses:
+        return "cold (FX graph cache miss)"
+    if hits:
+        return "warm (FX graph cache hit)"
+    return "no inductor cache used"
+
+
+def measure(label: str, fn, *args, min_run_time: float = 0.5) -> Timing:
+    """Time ``fn(*args)``: its first call alone, then the steady state.
+
+    Pass a freshly compiled function (or a plain one, for eager): the first
+    call is only meaningful if nothing has called it yet.
+    """
+    before = dict(counters["inductor"])
+    start = time.perf_counter()
+    fn(*args)
+    first = time.perf_counter() - start
+    cache = _cache_state(before, dict(counters["inductor"]))
+    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=torch.get_num_threads())
+    m = timer.blocked_autorange(min_run_time=min_run_time)
+    return Timing(label, first, m.median, m.iqr, len(m.times) * m.number_per_run, cache)
+
+
+@dataclass
+class TimingTable:
+    """Several ``Timing`` rows, printable and plottable."""
+
+    rows: list[Timing]
+
+    def __str__(self) -> str:
+        return "\n".join(r.line() for r in self.rows)
+
+    def speedup(self, fast: str, slow: str) -> float:
+        """Steady-state median of ``slow`` over that of ``fast``."""
+        by = {r.label: r for r in self.rows}
+        return by[slow].median_s / by[fast].median_s
+
+    def plot(self, title: str = "first call vs steady state"):
+        """Bar chart (log scale) of first-call time next to steady-state median."""
+        import matplotlib.pyplot as plt
+
+        labels = [r.label for r in self.rows]
+        xs = range(len(labels))
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        ax.bar([x - 0.2 for x in xs], [r.first_call_s for r in self.rows], width=0.4, label="first call (capture + compile + run)")
+        ax.bar([x + 0.2 for x in xs], [r.median_s for r in self.rows], width=0.4,
+               yerr=[r.iqr_s for r in self.rows], label="steady-state median (IQR bars)")
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds (log scale)")
+        ax.set_xticks(list(xs), labels)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        return fig
