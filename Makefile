@@ -1,6 +1,6 @@
 # Two commands matter:  `make course` runs the course, `make test` tests it.
 # Both create .venv from requirements.txt when it is missing or out of date.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -10,7 +10,6 @@ JOBS   ?= 2
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
