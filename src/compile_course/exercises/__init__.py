@@ -1,0 +1,1 @@
+"""Exercises: ``release`` turns each solution notebook into its student copy."""
