@@ -1,0 +1,92 @@
+"""execute_notebook in a real kernel, and render_html's pages and index."""
+
+import re
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from compile_course.notebooks.execute import execute_notebook
+from compile_course.notebooks.normalize import audit_notebook
+from compile_course.notebooks.render import notebook_title, render_html
+
+
+def tiny_notebook(path, *, error_cell=True):
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cells = [
+        new_markdown_cell("# A tiny lesson\n\nText."),
+        new_code_cell("import tempfile, os\nclass Thing: pass\nprint(Thing())\nprint(tempfile.mkdtemp())"),
+        new_code_cell("Thing()"),
+        new_code_cell("import inspect\nprint(inspect.getsourcefile(lambda: 0))"),
+    ]
+    if error_cell:
+        boom = new_code_cell("raise ValueError('planned')")
+        boom.metadata["tags"] = ["raises-exception"]
+        cells.append(boom)
+    nb.cells = cells
+    nbformat.write(nb, path)
+    return path
+
+
+def test_execute_notebook_stores_normalized_outputs(tmp_path):
+    source = tiny_notebook(tmp_path / "01_tiny.ipynb")
+    target = tmp_path / "out" / "01_tiny.ipynb"
+    nb, seconds = execute_notebook(source, target)
+    assert seconds > 0
+    stored = nbformat.read(target, as_version=4)
+    assert stored == nb
+    code = [c for c in stored.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == [1, 2, 3, 4]
+    printed = code[0].outputs[0].text.splitlines()
+    assert re.fullmatch(r"<__main__\.Thing object at 0xADDRESS>", printed[0])
+    assert printed[1] == "<tmpdir>"
+    assert re.fullmatch(r"<__main__\.Thing at 0xADDRESS>", code[1].outputs[0].data["text/plain"])
+    assert code[2].outputs[0].text == "<notebook cell>\n"
+    assert code[3].outputs[0].output_type == "error" and code[3].outputs[0].ename == "ValueError"
+    assert all("execution" not in c.metadata for c in stored.cells)
+    assert "version" not in stored.metadata.get("language_info", {})
+    assert audit_notebook(stored) == []
+    assert nbformat.read(source, as_version=4).cells[1].get("outputs") == []  # source untouched
+
+
+def test_execute_notebook_in_place_and_untagged_error_fails(tmp_path):
+    path = tiny_notebook(tmp_path / "nb.ipynb", error_cell=False)
+    execute_notebook(path)
+    assert audit_notebook(nbformat.read(path, as_version=4)) == []
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(new_code_cell("raise ValueError('unplanned')"))
+    nbformat.write(nb, path)
+    from nbclient.exceptions import CellExecutionError
+
+    with pytest.raises(CellExecutionError):
+        execute_notebook(path, tmp_path / "never.ipynb")
+    assert not (tmp_path / "never.ipynb").exists()
+
+
+def titled(path, title):
+    nb = new_notebook()
+    nb.cells = [new_markdown_cell(f"# {title}\n\nbody"), new_code_cell("1 + 1", execution_count=1)]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_render_html_writes_pages_and_an_ordered_index(tmp_path):
+    paths = [titled(tmp_path / "02_guards.ipynb", "Guards & recompiles"),
+             titled(tmp_path / "01_capture.ipynb", "Capture"),
+             titled(tmp_path / "10_last.ipynb", "Last")]
+    out = tmp_path / "html"
+    index = render_html(paths, out, "Course <title>")
+    assert index == out / "index.html"
+    assert sorted(p.name for p in out.iterdir()) == ["01_capture.html", "02_guards.html", "10_last.html", "index.html"]
+    text = index.read_text()
+    assert "<h1>Course &lt;title&gt;</h1>" in text
+    assert re.findall(r'href="([^"]+)"', text) == ["01_capture.html", "02_guards.html", "10_last.html"]
+    assert re.findall(r'">([^<]+)</a>', text) == ["Capture", "Guards &amp; recompiles", "Last"]
+    assert "Guards &amp; recompiles" in (out / "02_guards.html").read_text()
+
+
+def test_notebook_title_falls_back_to_the_stem():
+    nb = new_notebook()
+    nb.cells = [new_markdown_cell("## not a title")]
+    assert notebook_title(nb, "03_x") == "03_x"
