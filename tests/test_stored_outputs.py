@@ -36,7 +36,8 @@ def tags(cell):
 
 @pytest.mark.parametrize("path", params(ALL))
 def test_stored_outputs_pass_the_audit(path):
-    assert audit_notebook(read(path)) == []
+    problems = audit_notebook(read(path))
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("path", params(ALL))
