@@ -1,6 +1,5 @@
 """The ``course`` command line: cheap help, and ``course execute`` on a real notebook."""
 
-import os
 import subprocess
 import sys
 import tempfile
