@@ -79,9 +79,6 @@ def test_course_execute_stores_outputs_in_place():
         assert f"build/{Path(tmp).name}/01_tmp.ipynb" in proc.stdout
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="cli._execute_many prints path.relative_to(ROOT), which raises ValueError "
-                          "for a notebook outside the repository")
 def test_course_execute_on_a_notebook_outside_the_repo(tmp_path):
     path = write_notebook(tmp_path / "nb.ipynb")
     proc = run([sys.executable, "-m", "compile_course.cli", "execute", str(path)])

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,7 +39,7 @@ def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int) -> list[tu
         results = list(pool.map(one, paths))
     for path, seconds, status in results:
         took = f"{seconds:6.1f} s" if seconds is not None else "      -"
-        print(f"  {path.relative_to(ROOT)}  {took}  {status}")
+        print(f"  {os.path.relpath(path, ROOT)}  {took}  {status}")
     return results
 
 
