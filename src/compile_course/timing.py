@@ -13,6 +13,7 @@ compare, as a plot or a summary, never in a compared output.
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -30,6 +31,8 @@ class Timing:
     iqr_s: float
     runs: int
     cache: str
+    p25_s: float | None = None
+    p75_s: float | None = None
 
     def line(self) -> str:
         return (f"{self.label:<22} first call {_fmt(self.first_call_s):>9}   "
@@ -66,7 +69,9 @@ def measure(label: str, fn, *args, min_run_time: float = 0.5) -> Timing:
     cache = _cache_state(before, dict(counters["inductor"]))
     timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=torch.get_num_threads())
     m = timer.blocked_autorange(min_run_time=min_run_time)
-    return Timing(label, first, m.median, m.iqr, len(m.times) * m.number_per_run, cache)
+    times = sorted(m.times)
+    p25, p75 = (statistics.quantiles(times, n=4)[0::2] if len(times) > 1 else (times[0], times[0]))
+    return Timing(label, first, m.median, m.iqr, len(m.times) * m.number_per_run, cache, p25, p75)
 
 
 @dataclass
@@ -90,9 +95,13 @@ class TimingTable:
         labels = [r.label for r in self.rows]
         xs = range(len(labels))
         fig, ax = plt.subplots(figsize=(7, 3.2))
-        ax.bar([x - 0.2 for x in xs], [r.first_call_s for r in self.rows], width=0.4, label="first call (capture + compile + run)")
+        ax.bar([x - 0.2 for x in xs], [r.first_call_s for r in self.rows], width=0.4,
+               label="first call (includes capture and compile, if any)")
+        # Whiskers span the 25th to 75th percentile, which stays readable on a log axis.
+        low = [r.median_s - (r.p25_s if r.p25_s is not None else r.median_s) for r in self.rows]
+        high = [(r.p75_s if r.p75_s is not None else r.median_s) - r.median_s for r in self.rows]
         ax.bar([x + 0.2 for x in xs], [r.median_s for r in self.rows], width=0.4,
-               yerr=[r.iqr_s for r in self.rows], label="steady-state median (IQR bars)")
+               yerr=[low, high], label="steady-state median (25th-75th percentile)")
         ax.set_yscale("log")
         ax.set_ylabel("seconds (log scale)")
         ax.set_xticks(list(xs), labels)
