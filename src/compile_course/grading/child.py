@@ -81,6 +81,7 @@ def confine(cfg: dict) -> list[str]:
         os.setuid(uid)
     elif cfg.get("uid"):
         missing.append("not root: running as the grader's own user")
+    libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: die with the grader (set after setuid, which clears it)
     os.chdir(cfg["workdir"])
     env = {"HOME": os.path.join(cfg["workdir"], "home"),
            "TORCHINDUCTOR_CACHE_DIR": os.path.join(cfg["workdir"], "cache", "inductor"),

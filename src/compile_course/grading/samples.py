@@ -52,7 +52,8 @@ def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
     return problems
 
 
-def grade_samples(out_dir: Path, jobs: int, solutions: Path | None = None, progress: bool = True) -> tuple[str, bool]:
+def grade_samples(out_dir: Path, jobs: int, solutions: Path | None = None, progress: bool = True,
+                  limits: Limits | None = None) -> tuple[str, bool]:
     """``(one-line summary, grader worked)``; grader worked = no fault and every sample got its expected verdict."""
     solutions = Path(solutions or ROOT / "solutions")
     out_dir = Path(out_dir)
@@ -64,7 +65,7 @@ def grade_samples(out_dir: Path, jobs: int, solutions: Path | None = None, progr
     book = Gradebook(gradebook)
     try:
         hide = sorted({p.resolve() for p in (solutions, out_dir, ROOT / ".git", ROOT / "build", ROOT / "tests")})
-        settings = Settings(limits=Limits(**SAMPLE_LIMITS), hide=hide)
+        settings = Settings(limits=limits or Limits(**SAMPLE_LIMITS), hide=hide)
         report = grade_all(discover(subs), sources, book, settings, jobs, progress=progress)
         render_all(book, out_dir)
         export_grades(book, out_dir / "grades.csv")
@@ -75,7 +76,8 @@ def grade_samples(out_dir: Path, jobs: int, solutions: Path | None = None, progr
     for p in problems:
         print(f"  sample check: {p}")
     ok = not problems
+    wrong = {p.split(":")[0] for p in problems if not p.startswith("grader fault")}
     line = (f"sample submissions graded: {len(expected)} ({len(report.graded)} new, {report.skipped} unchanged), "
-            f"{len(expected) - len([p for p in problems if not p.startswith('grader fault')])} as expected"
+            f"{len(expected) - len(wrong)} as expected"
             f"{'' if ok else f', {len(problems)} PROBLEMS'}   -> {out_dir.relative_to(ROOT) if out_dir.is_relative_to(ROOT) else out_dir}/")
     return line, ok

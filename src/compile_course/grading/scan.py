@@ -103,10 +103,11 @@ class _Scanner(ast.NodeVisitor):
             self._targets(target.value, node)
         elif isinstance(target, ast.Attribute):
             dotted = _dotted(target)
-            if dotted and dotted.split(".")[0] in self.imported and not ALLOWED_ATTR_ASSIGN.search(dotted):
-                self.hit(node, f"assigns to {dotted} (patching a library)")
-            elif dotted and dotted.split(".")[0] in self.protected:
-                self.hit(node, f"assigns to {dotted}")
+            if dotted and not ALLOWED_ATTR_ASSIGN.search(dotted):
+                if dotted.split(".")[0] in self.imported:
+                    self.hit(node, f"assigns to {dotted} (patching a library)")
+                elif dotted.split(".")[0] in self.protected:
+                    self.hit(node, f"assigns to {dotted}")
         elif isinstance(target, ast.Subscript):
             base = _dotted(target.value)
             if base and (base.endswith("__dict__") or base.endswith("modules") or base in ("__builtins__",)):
