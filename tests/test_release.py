@@ -1,0 +1,128 @@
+"""``course release``: deterministic, idempotent, strips every answer, and ``--check`` notices edits."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from compile_course.exercises import release
+from compile_course.exercises.release import BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, ReleaseError
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = sorted((ROOT / "solutions").glob("ex[0-9][0-9]_*.ipynb"))
+AUTO = [s for s in SOLUTIONS if not s.name.startswith("ex06")]
+
+
+def _course_cells(nb):
+    return [c for c in nb.cells if "course" in c.metadata]
+
+
+def _regions(source: str, begin: str, end: str) -> list[str]:
+    return re.findall(re.escape(begin) + r"(.*?)" + re.escape(end), source, re.DOTALL)
+
+
+def test_there_are_five_auto_graded_exercises_and_one_manual():
+    assert len(AUTO) >= 5 and len(SOLUTIONS) == len(AUTO) + 1
+    manual = nbformat.read(ROOT / "solutions" / "ex06_check_understanding.ipynb", as_version=4)
+    answers = [c for c in _course_cells(manual) if c.metadata["course"]["kind"] == "answer"]
+    assert 3 <= len(answers) <= 5 and all(c.metadata["course"].get("rubric") for c in answers)
+
+
+def test_release_is_byte_identical_on_rerun(tmp_path):
+    first = release.release_all(ROOT / "solutions", tmp_path / "a")
+    texts = {p.name: p.read_bytes() for p in first}
+    second = release.release_all(ROOT / "solutions", tmp_path / "a")
+    third = release.release_all(ROOT / "solutions", tmp_path / "b")
+    assert [p.name for p in first] == [s.name for s in SOLUTIONS]
+    assert {p.name: p.read_bytes() for p in second} == texts == {p.name: p.read_bytes() for p in third}
+
+
+def test_committed_exercises_match_a_fresh_release():
+    problems = release.check_all(ROOT / "solutions", ROOT / "exercises")
+    assert not problems, "exercises/ is stale; run `course release`:\n" + "\n".join(problems)
+
+
+def test_check_detects_a_hand_edit_and_a_missing_file(tmp_path, capsys):
+    shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
+    args = ["--solutions", str(ROOT / "solutions"), "--exercises", str(tmp_path / "exercises")]
+    assert release.main(["--check", *args]) == 0
+    edited = tmp_path / "exercises" / "ex01_capture_boundary.ipynb"
+    nb = nbformat.read(edited, as_version=4)
+    nb.cells[0].source += "\nA hand edit."
+    nbformat.write(nb, edited)
+    (tmp_path / "exercises" / "ex02_diagnose.ipynb").unlink()
+    capsys.readouterr()
+    assert release.main(["--check", *args]) == 1
+    out = capsys.readouterr().out
+    assert "ex01_capture_boundary.ipynb: differs" in out and "ex02_diagnose.ipynb: missing" in out
+    assert release.main(args) == 0 and release.main(["--check", *args]) == 0  # a release repairs it
+
+
+@pytest.mark.parametrize("source", SOLUTIONS, ids=lambda p: p.stem)
+def test_exercise_has_no_answers_outputs_hidden_tests_or_rubric(source):
+    solution = nbformat.read(source, as_version=4)
+    exercise = nbformat.read(ROOT / "exercises" / source.name, as_version=4)
+    text = nbformat.writes(exercise)
+    for marker in (BEGIN_CODE, END_CODE, BEGIN_MD, END_MD, '"rubric"'):
+        assert marker not in text
+    hidden = [c.id for c in _course_cells(solution) if c.metadata["course"]["kind"] == "hidden-test"]
+    for cid in hidden:
+        assert cid not in text, f"hidden test {cid} leaked into the exercise"
+    for cell in solution.cells:
+        for region in _regions(cell.source, BEGIN_CODE, END_CODE) + _regions(cell.source, BEGIN_MD, END_MD):
+            answer = region.strip()
+            assert answer and answer not in text, f"{cell.id}: the answer survived the release"
+    for cell in exercise.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+        kind = cell.metadata.get("course", {}).get("kind")
+        if kind in ("locked", "test"):
+            assert cell.metadata["editable"] is False and cell.metadata["deletable"] is False
+        if kind == "solution":
+            assert "raise NotImplementedError(" in cell.source
+
+
+@pytest.mark.parametrize("source", SOLUTIONS, ids=lambda p: p.stem)
+def test_every_exercise_cell_id_exists_in_its_solution_with_the_same_kind(source):
+    solution = {c.id: c.metadata["course"] for c in _course_cells(nbformat.read(source, as_version=4))}
+    exercise = nbformat.read(ROOT / "exercises" / source.name, as_version=4)
+    for cell in _course_cells(exercise):
+        course = cell.metadata["course"]
+        assert cell.id == course["id"] and course["id"] in solution
+        assert course["kind"] == solution[course["id"]]["kind"]
+        assert course.get("points") == solution[course["id"]].get("points")
+    kept = [cid for cid, c in solution.items() if c["kind"] != "hidden-test"]
+    assert [c.id for c in _course_cells(exercise)] == kept
+
+
+def test_stub_keeps_indentation_and_surrounding_code():
+    source = "def f(x):\n    y = x + 1\n    ### BEGIN SOLUTION\n    return y * 2\n    ### END SOLUTION\n\nprint('after')"
+    assert release.stub_code(source, "ex99-f") == (
+        "def f(x):\n    y = x + 1\n"
+        '    raise NotImplementedError("ex99-f: replace this line with your answer")\n\nprint(\'after\')')
+
+
+def test_markdown_answer_becomes_a_prompt():
+    out = release.prompt_markdown(f"Q?\n{BEGIN_MD}\nThe model answer.\n{END_MD}\n", "ex99-a")
+    assert out == f"Q?\n{release.ANSWER_PROMPT}\n"
+
+
+@pytest.mark.parametrize("source, problem", [
+    ("### BEGIN SOLUTION\nx = 1", "never closed"),
+    ("x = 1\n### END SOLUTION", "without"),
+    ("x = 1", "needs a"),
+])
+def test_malformed_solution_cells_are_rejected(source, problem):
+    with pytest.raises(ReleaseError, match=problem):
+        release.stub_code(source, "ex99-bad")
+
+
+def test_ids_must_match_and_be_unique():
+    cell = nbformat.v4.new_code_cell("x = 1", id="other")
+    cell.metadata["course"] = {"id": "ex99-x", "kind": "locked"}
+    with pytest.raises(ReleaseError, match="must equal"):
+        release.release_notebook(nbformat.v4.new_notebook(cells=[cell]))
