@@ -123,6 +123,22 @@ def _expose_python(libc) -> list[str]:
     return [] if ok else [f"could not expose {needed} to the unprivileged uid"]
 
 
+def _matplotlib_dir() -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("matplotlib")
+    return os.path.dirname(spec.origin) + os.sep if spec and spec.origin else None
+
+
+MATPLOTLIB_DIR = _matplotlib_dir()
+
+
+def _from_matplotlib(fn) -> bool:
+    """pyplot registers a post_execute hook when imported under IPython; that one is expected."""
+    code = getattr(fn, "__code__", None)
+    return bool(MATPLOTLIB_DIR and code is not None and code.co_filename.startswith(MATPLOTLIB_DIR))
+
+
 def _resolve(dotted: str):
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
@@ -197,7 +213,7 @@ class Kernel:
         fp["sys.excepthook"] = _fp_object(sys.excepthook)
         fp["sys.meta_path"] = repr([id(x) for x in sys.meta_path])
         fp["shell hooks"] = repr([id(x) for x in sh.input_transformers_cleanup + sh.input_transformers_post + sh.ast_transformers])
-        fp["shell events"] = repr({k: [id(f) for f in v] for k, v in sh.events.callbacks.items()})
+        fp["shell events"] = repr({k: [id(f) for f in v if not _from_matplotlib(f)] for k, v in sh.events.callbacks.items()})
         fp["shell methods"] = repr([_fp_object(getattr(type(sh), m)) for m in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "transform_cell")]
                                    + [id(sh.__dict__.get(m)) for m in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "transform_cell", "showtraceback")]
                                    + [id(sh.user_ns), id(sh.user_ns.get("__builtins__")), id(sh.custom_exceptions)])

@@ -43,7 +43,7 @@ def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
         if r["status"] != want["status"]:
             problems.append(f"{fname}: status {r['status']} (expected {want['status']}): {r['reason']}")
         score, possible = r["auto_score"], r["auto_possible"]
-        ok = {"full": score == possible > 0, "zero": score == 0, "partial": 0 < score < possible}[want["score"]]
+        ok = {"full": score == possible, "zero": score == 0, "partial": 0 < score < possible}[want["score"]]
         if not ok:
             problems.append(f"{fname}: {score:g}/{possible:g} (expected {want['score']})")
         text = r["reason"] + " " + r["notes"]
