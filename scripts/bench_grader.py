@@ -47,9 +47,10 @@ def main(argv=None) -> int:
             report = grade_all(found, sources, book, settings, jobs, progress=False)
             wall = time.monotonic() - t0
             per = [o.seconds for o in report.graded]
-            startup = [o for o in report.graded]
             print(f"jobs={jobs}: {len(found)} in {wall:5.1f} s = {60 * len(found) / wall:5.1f} submissions/min; "
                   f"mean kernel lifetime {sum(per) / len(per):4.1f} s; faults {len(report.faults)}")
+            for fault in report.faults:
+                print(f"  grader fault: {fault}")
             book.close()
         # Overhead: the same kernel with no student cells at all, i.e. start + sandbox + imports + fingerprints.
         from compile_course.grading.run import Limits, run_cells
