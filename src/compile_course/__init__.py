@@ -11,7 +11,7 @@ import importlib
 from . import quiet  # noqa: F401  (the stderr policy must precede torch's import; cheap)
 
 _EXPORTS = {
-    "Case": "compare", "compare": "compare", "tolerance_table": "compare",
+    "Case": "comparison", "compare": "comparison", "tolerance_table": "comparison",
     "CompileWatch": "diagnostics", "call_without_recompile": "diagnostics",
     "describe_exception": "diagnostics", "explain": "diagnostics", "recompile_log": "diagnostics",
     "TimingTable": "timing", "measure": "timing",

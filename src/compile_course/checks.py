@@ -1,7 +1,7 @@
 """Assertions for the exercises' test cells.
 
 Each helper asks PyTorch's own tools (through ``compile_course.diagnostics``
-and ``compile_course.compare``) what actually happens, compares that with the
+and ``compile_course.comparison``) what actually happens, compares that with the
 student's code or answer, and either prints one ``✓`` line or raises an
 ``AssertionError`` that says what to look at. Nothing here hard-codes which
 call breaks or recompiles: the categories below only name what the live
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .compare import Case, compare
+from .comparison import Case, compare
 from .diagnostics import CompileWatch, describe_exception, explain
 
 # Reason categories, each recognised by phrases in PyTorch's own messages

@@ -41,7 +41,7 @@ PROTECTED_BUILTINS = [
     "hasattr", "len", "bool", "all", "any", "abs", "repr", "str", "type", "callable", "__import__",
     "__build_class__", "exec", "compile", "open", "range", "zip", "sum", "min", "max", "float", "int",
 ]
-COURSE_MODULES = ["compile_course", "compile_course.compare", "compile_course.diagnostics",
+COURSE_MODULES = ["compile_course", "compile_course.comparison", "compile_course.diagnostics",
                   "compile_course.timing", "compile_course.boundary", "compile_course.session",
                   "compile_course.quiet", "compile_course.checks"]
 

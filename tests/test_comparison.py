@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from compile_course.compare import Case, compare, compare_tensors, tolerance, tolerance_table
+from compile_course.comparison import Case, compare, compare_tensors, tolerance, tolerance_table
 
 
 def compiled(fn):
@@ -259,3 +259,12 @@ def test_tolerance_table_names_every_dtype():
     table = tolerance_table()
     assert [line.split()[0] for line in table.splitlines()] == ["float64", "float32", "float16", "bfloat16", "int64"]
     assert "any difference is a bug" in table.splitlines()[-1]
+
+
+def test_package_level_compare_is_the_function_not_a_module():
+    """`from compile_course import compare` must give the callable the notebooks use."""
+    import compile_course
+    from compile_course import compare as from_package
+
+    assert callable(from_package) and from_package is compare
+    assert compile_course.compare is compare
