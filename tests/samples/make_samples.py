@@ -14,6 +14,7 @@ solution regions replaced by a stub.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import copy
 import json
 import re
@@ -57,7 +58,7 @@ def _ids(nb, kind):
 
 
 def _plain(code: str) -> dict:
-    return {"cell_type": "code", "execution_count": None, "id": f"student-{abs(hash(code)) % 10**8}",
+    return {"cell_type": "code", "execution_count": None, "id": "student-" + hashlib.sha256(code.encode()).hexdigest()[:8],
             "metadata": {}, "outputs": [], "source": code}
 
 
