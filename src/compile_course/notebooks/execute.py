@@ -30,6 +30,8 @@ def execute_notebook(path: Path, write_to: Path | None = None, allow_errors: boo
         kernel_name="python3",
         allow_errors=allow_errors,
         record_timing=False,
+        # The kernel listens on localhost only; its TCP-without-encryption notice is noise here.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     start = time.perf_counter()
