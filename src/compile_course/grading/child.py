@@ -56,14 +56,11 @@ def confine(cfg: dict) -> list[str]:
     libc = _libc()
     if os.geteuid() == 0 and libc.unshare(CLONE_NEWNS) == 0:
         libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-        for path in cfg.get("hide", []) + ["/tmp"]:
+        for path in cfg.get("hide", []):
             if os.path.isdir(path):
-                opts = b"size=1g,mode=1777" if path == "/tmp" else b"size=1m,mode=000"
-                flags = MS_NOSUID | MS_NODEV | (0 if path == "/tmp" else MS_RDONLY)
-                if libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, opts) != 0:
+                if libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, b"size=1m,mode=000") != 0:
                     missing.append(f"could not hide {path}")
-        if cfg.get("uid"):
-            missing += _expose_python(libc)
+        missing += _private_tmp_keeping_course(libc, unprivileged=bool(cfg.get("uid")))
         if libc.unshare(CLONE_NEWNET) != 0:
             missing.append("network not isolated")
     else:
@@ -99,28 +96,58 @@ def confine(cfg: dict) -> list[str]:
     return missing
 
 
-def _expose_python(libc) -> list[str]:
-    """Let the unprivileged uid reach the Python installation when it sits in a private
-    directory (e.g. /root/.pyenv): bind it aside, cover the private ancestor with an
-    empty tmpfs, and bind the installation back. The rest of that directory stays hidden."""
-    needed = os.path.realpath(sys.base_prefix)
-    blocked = None
-    path = "/"
-    for part in needed.strip("/").split("/"):
-        path = os.path.join(path, part)
-        if path != needed and not os.stat(path).st_mode & 0o001:
-            blocked = path
-            break
-    if blocked is None:
-        return []
-    keep = "/tmp/.python-install"
-    os.makedirs(keep, exist_ok=True)
-    ok = libc.mount(needed.encode(), keep.encode(), None, MS_BIND | MS_REC, None) == 0
-    ok = ok and libc.mount(b"tmpfs", blocked.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=755") == 0
-    if ok:
-        os.makedirs(needed, exist_ok=True)
-        ok = libc.mount(keep.encode(), needed.encode(), None, MS_MOVE, None) == 0
-    return [] if ok else [f"could not expose {needed} to the unprivileged uid"]
+def _course_paths() -> list[str]:
+    """Directories the kernel must still reach: the course checkout (its src/ and, usually,
+    its .venv), the virtual environment and the Python installation."""
+    import compile_course
+
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(compile_course.__file__))))
+    paths = {os.path.realpath(p) for p in (checkout, sys.prefix, sys.base_prefix)}
+    outermost = []
+    for p in sorted(paths, key=len):
+        if not any(p == q or p.startswith(q + os.sep) for q in outermost):
+            outermost.append(p)
+    return outermost
+
+
+def _first_blocked_ancestor(path: str) -> str | None:
+    """The first proper ancestor of ``path`` that other users cannot traverse (e.g. /root)."""
+    current = "/"
+    for part in path.strip("/").split("/")[:-1]:
+        current = os.path.join(current, part)
+        if not os.stat(current).st_mode & 0o001:
+            return current
+    return None
+
+
+def _private_tmp_keeping_course(libc, unprivileged: bool) -> list[str]:
+    """Give the kernel an empty private /tmp, and (for an unprivileged uid) cover directories it
+    could not traverse anyway, then bind back the course paths that lay under them.
+
+    Each course path is opened before anything is covered, so it can be bound back from its
+    descriptor; the bind is recursive, so the tmpfs mounts hiding solutions/ and the other
+    instructor folders inside the checkout stay in place. A checkout under /tmp (as in a CI
+    clone) or under /root therefore keeps working, and nothing else there is visible.
+    """
+    keep = _course_paths()
+    covers = ["/tmp"]
+    if unprivileged:
+        covers += [a for a in map(_first_blocked_ancestor, keep) if a]
+    covers = [c for c in sorted(set(covers), key=len)
+              if not any(c.startswith(o + os.sep) for o in sorted(set(covers), key=len) if o != c)]
+    fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep
+           if any(p.startswith(c + os.sep) for c in covers)}
+    missing = []
+    for cover in covers:
+        opts = b"size=1g,mode=1777" if cover == "/tmp" else b"size=1m,mode=755"
+        if libc.mount(b"tmpfs", cover.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+            missing.append(f"could not cover {cover}")
+    for path, fd in fds.items():
+        os.makedirs(path, exist_ok=True)
+        if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None) != 0:
+            missing.append(f"could not keep {path} reachable")
+        os.close(fd)
+    return missing
 
 
 def _matplotlib_dir() -> str | None:
