@@ -106,3 +106,13 @@ def test_inductor_cache_cold_then_warm(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[1:] == ["cold (FX graph cache miss)", "warm (FX graph cache hit)"]
     assert proc.stderr == ""  # no "No CUDA runtime is found" from the C++ build on a CPU-only machine
+
+
+def test_fastest_interleaved_orders_a_slow_and_a_fast_function():
+    import time as _time
+
+    from compile_course.timing import fastest_interleaved
+
+    best = fastest_interleaved({"slow": lambda: _time.sleep(0.002), "fast": lambda: None}, rounds=5)
+    assert set(best) == {"slow", "fast"}
+    assert best["slow"] >= 0.002 > best["fast"] >= 0.0

@@ -14,7 +14,7 @@ _EXPORTS = {
     "Case": "comparison", "compare": "comparison", "tolerance_table": "comparison",
     "CompileWatch": "diagnostics", "call_without_recompile": "diagnostics",
     "describe_exception": "diagnostics", "explain": "diagnostics", "recompile_log": "diagnostics",
-    "TimingTable": "timing", "measure": "timing",
+    "TimingTable": "timing", "measure": "timing", "fastest_interleaved": "timing",
     "VersionBoundary": "boundary",
     "start": "session",
 }
