@@ -20,30 +20,39 @@ GRADE_COLUMNS = ["student", "exercise", "status", "auto_score", "auto_possible",
 REVIEW_COLUMNS = ["student", "exercise", "cell_id", "question", "answer", "rubric", "points_possible", "score", "comment", "attempt"]
 
 
-def export_grades(book: Gradebook, path: Path, exercise: str | None = None) -> Path:
+def _write_csv(path: Path, columns: list[str], rows) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(GRADE_COLUMNS)
-        for r in book.current(exercise):
-            manual, reviewed = book.manual_score(r["key"])
-            w.writerow([r["student"], r["exercise_name"], r["status"], f"{r['auto_score']:g}", f"{r['auto_possible']:g}",
-                        f"{manual:g}", f"{r['manual_possible']:g}", f"{r['auto_score'] + manual:g}",
-                        f"{r['auto_possible'] + r['manual_possible']:g}", "no" if reviewed else "yes", r["reason"],
-                        "; ".join(json.loads(r["flags"])), r["key"][:16]])
+        w.writerow(columns)
+        w.writerows(rows)
     return path
+
+
+def _grade_rows(book: Gradebook, exercise: str | None):
+    for r in book.current(exercise):
+        manual, reviewed = book.manual_score(r["key"])
+        yield [r["student"], r["exercise_name"], r["status"], f"{r['auto_score']:g}", f"{r['auto_possible']:g}",
+               f"{manual:g}", f"{r['manual_possible']:g}", f"{r['auto_score'] + manual:g}",
+               f"{r['auto_possible'] + r['manual_possible']:g}", "no" if reviewed else "yes", r["reason"],
+               "; ".join(json.loads(r["flags"])), r["key"][:16]]
+
+
+def _review_rows(book: Gradebook, exercise: str | None):
+    for r in book.current(exercise):
+        for a in book.answers(r["key"]):
+            yield [r["student"], r["exercise_name"], a["cell_id"], a["question"], a["answer"], a["rubric"],
+                   f"{a['points_possible']:g}", "" if a["score"] is None else f"{a['score']:g}", a["comment"], r["key"][:16]]
+
+
+def export_grades(book: Gradebook, path: Path, exercise: str | None = None) -> Path:
+    """The newest attempt per student and exercise, one row each."""
+    return _write_csv(path, GRADE_COLUMNS, _grade_rows(book, exercise))
 
 
 def export_review(book: Gradebook, path: Path, exercise: str | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(REVIEW_COLUMNS)
-        for r in book.current(exercise):
-            for a in book.answers(r["key"]):
-                w.writerow([r["student"], r["exercise_name"], a["cell_id"], a["question"], a["answer"], a["rubric"],
-                            f"{a['points_possible']:g}", "" if a["score"] is None else f"{a['score']:g}", a["comment"], r["key"][:16]])
-    return path
+    """One row per free-text answer, with rubric and empty score/comment for the instructor."""
+    return _write_csv(path, REVIEW_COLUMNS, _review_rows(book, exercise))
 
 
 def import_review(book: Gradebook, path: Path) -> tuple[int, list[str]]:
