@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .integrity import Matched
+from .safe_ast import parse
 from .source import ExerciseSource
 
 
@@ -38,7 +39,7 @@ class RunCell:
 def bound_names(code: str) -> list[str]:
     """Names a trusted cell binds by import, def or class at top level."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return []
     names = []

@@ -15,6 +15,7 @@ import ast
 import re
 
 from .assemble import RunCell
+from .safe_ast import parse
 
 PROTECTED_NAMES = {
     "AssertionError", "BaseException", "Exception", "print", "isinstance", "issubclass", "getattr", "hasattr",
@@ -40,6 +41,7 @@ ALLOWED_ATTR_ASSIGN = re.compile(r"(^|\.)config\.|^torch\.backends\.|^os\.enviro
 COURSE_PATHS = re.compile(r"solutions|gradebook|\.sqlite|\.git\b|\.ipynb", re.I)
 FAKE_RESULT = (re.compile(r"✓|✔|☑|✅|\bpassed\b|\ball tests\b|\btests? ok\b|\bfull marks\b", re.I),
                re.compile(r"\bPASS(ED)?\b|\bOK\b"))
+
 
 
 def _dotted(node) -> str | None:
@@ -217,7 +219,7 @@ def scan_cells(cells: list[RunCell]) -> list[tuple[str, str]]:
             continue
         code = _strip_magics(cell.code)
         try:
-            tree = ast.parse(code)
+            tree = parse(code)
         except SyntaxError:
             continue  # it will fail when run; nothing to scan
         scanner = _Scanner(imported, protected)
