@@ -15,12 +15,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build"
+from .paths import BUILD, NOTEBOOKS, ROOT
 
 
 def _lessons() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int) -> list[tuple[Path, float | None, str]]:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import torch
 
+from .paths import REQUIREMENTS
 from .quiet import set_quiet_logs
-
-REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements.txt"
 
 
 def pinned_torch() -> str | None:

@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[3]
-BEGIN_CODE, END_CODE = "### BEGIN SOLUTION", "### END SOLUTION"
-BEGIN_MD, END_MD = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"
+from ..paths import EXERCISES, SOLUTIONS
+from .format import ANSWER_REGION, BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, KINDS, READ_ONLY_KINDS  # noqa: F401
+
 ANSWER_PROMPT = "*Write your answer here.*"
-READ_ONLY_KINDS = ("locked", "test")
-KINDS = ("locked", "solution", "answer", "test", "hidden-test")
-_MD_REGION = re.compile(re.escape(BEGIN_MD) + r".*?" + re.escape(END_MD), re.DOTALL)
 
 
 class ReleaseError(ValueError):
@@ -62,9 +58,9 @@ def stub_code(source: str, cell_id: str) -> str:
 
 def prompt_markdown(source: str, cell_id: str) -> str:
     """Replace the model answer (markers included) with a prompt."""
-    if not _MD_REGION.search(source):
+    if not ANSWER_REGION.search(source):
         raise ReleaseError(f"{cell_id}: an 'answer' cell needs a {BEGIN_MD} region")
-    return _MD_REGION.sub(ANSWER_PROMPT, source)
+    return ANSWER_REGION.sub(ANSWER_PROMPT, source)
 
 
 def release_notebook(source_nb):
@@ -150,8 +146,8 @@ def check_all(solutions_dir: Path, exercises_dir: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course release", description="regenerate exercises/ from solutions/")
     parser.add_argument("--check", action="store_true", help="compare with a fresh release in memory; exit 1 on any difference")
-    parser.add_argument("--solutions", type=Path, default=ROOT / "solutions")
-    parser.add_argument("--exercises", type=Path, default=ROOT / "exercises")
+    parser.add_argument("--solutions", type=Path, default=SOLUTIONS)
+    parser.add_argument("--exercises", type=Path, default=EXERCISES)
     args = parser.parse_args(argv)
     try:
         if args.check:

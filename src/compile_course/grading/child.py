@@ -99,10 +99,9 @@ def confine(cfg: dict) -> list[str]:
 def _course_paths() -> list[str]:
     """Directories the kernel must still reach: the course checkout (its src/ and, usually,
     its .venv), the virtual environment and the Python installation."""
-    import compile_course
+    from compile_course.paths import ROOT
 
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(compile_course.__file__))))
-    paths = {os.path.realpath(p) for p in (checkout, sys.prefix, sys.base_prefix)}
+    paths = {os.path.realpath(p) for p in (ROOT, sys.prefix, sys.base_prefix)}
     outermost = []
     for p in sorted(paths, key=len):
         if not any(p == q or p.startswith(q + os.sep) for q in outermost):

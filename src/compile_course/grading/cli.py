@@ -14,11 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli import BUILD, ROOT
+from ..paths import BUILD, SOLUTIONS
 from .export import export_grades, export_review, import_review
 from .feedback import render_all
 from .gradebook import Gradebook
-from .grade import Settings, grade_all
+from .grade import Settings, grade_all, instructor_paths
 from .load import discover
 from .run import Limits
 from .source import load_sources
@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel kernels (default: number of cores)")
     p.add_argument("--gradebook", type=Path, default=BUILD / "gradebook.sqlite")
     p.add_argument("--out", type=Path, default=BUILD / "grading", help="feedback pages, grades.csv, review.csv")
-    p.add_argument("--solutions", type=Path, default=ROOT / "solutions", help="the instructor's source notebooks")
+    p.add_argument("--solutions", type=Path, default=SOLUTIONS, help="the instructor's source notebooks")
     p.add_argument("--import-review", type=Path, metavar="SHEET", help="import scores and comments from a review sheet")
     p.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
     p.add_argument("--timeout", type=float, default=Limits.submission_timeout, help="per-submission time limit, seconds")
@@ -42,10 +42,8 @@ def parser() -> argparse.ArgumentParser:
 
 def hidden_paths(args) -> list[Path]:
     """Directories a grading kernel must not see: the hidden tests, the gradebook, other students' work."""
-    paths = [args.solutions, args.gradebook.parent, args.out, ROOT / ".git", ROOT / "build", ROOT / "tests"]
-    if args.submissions:
-        paths.append(args.submissions)
-    return sorted({p.resolve() for p in paths if p.resolve() != Path("/")})
+    extra = [args.gradebook.parent, args.out] + ([args.submissions] if args.submissions else [])
+    return instructor_paths(args.solutions, *extra)
 
 
 def summary_table(book: Gradebook, exercise: str | None) -> None:

@@ -19,6 +19,13 @@ pre{white-space:pre-wrap;margin:0;font-size:.85em}.passed{color:#176f2c}.failed,
 .flag{background:#fde8e8;padding:.5em 1em;border-left:4px solid #a11}.notice{background:#fff6dd;padding:.5em 1em;border-left:4px solid #a60}"""
 
 
+def _list_section(title: str, items: list[str], box: str | None = None, pre: bool = False) -> str:
+    """``<h2>title</h2>`` and a bullet list, optionally in a coloured box or as preformatted text."""
+    bullets = "".join(f"<li><pre>{escape(i)}</pre></li>" if pre else f"<li>{escape(i)}</li>" for i in items)
+    body = f"<ul>{bullets}</ul>"
+    return f"<h2>{escape(title)}</h2>" + (f"<div class='{box}'>{body}</div>" if box else body)
+
+
 def page_path(out_dir: Path, student: str, exercise_name: str) -> Path:
     return Path(out_dir) / "feedback" / student / f"{exercise_name}.html"
 
@@ -37,9 +44,9 @@ def render_attempt(book: Gradebook, row, out_dir: Path) -> Path:
         parts.append(f"<p class='{'flag' if row['status'] != 'graded' else 'notice'}'>{escape(row['reason'])}</p>")
     flags, notices, notes = (json.loads(row[k]) for k in ("flags", "notices", "notes"))
     if flags:
-        parts.append("<h2>Why this attempt scores 0</h2><div class='flag'><ul>" + "".join(f"<li>{escape(f)}</li>" for f in flags) + "</ul></div>")
+        parts.append(_list_section("Why this attempt scores 0", flags, box="flag"))
     if notices:
-        parts.append("<h2>Changes found in your notebook</h2><div class='notice'><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notices) + "</ul></div>")
+        parts.append(_list_section("Changes found in your notebook", notices, box="notice"))
     tests = book.tests(row["key"])
     if tests:
         parts.append("<h2>Tests</h2><table><tr><th>test</th><th>points</th><th>result</th><th>message</th></tr>")
@@ -50,7 +57,7 @@ def render_attempt(book: Gradebook, row, out_dir: Path) -> Path:
                          f"<td class='{escape(t['status'])}'>{escape(t['status'])}</td><td><pre>{escape(text[:6000])}</pre></td></tr>")
         parts.append("</table>")
     if notes:
-        parts.append("<h2>Errors in your own cells</h2><ul>" + "".join(f"<li><pre>{escape(n)}</pre></li>" for n in notes) + "</ul>")
+        parts.append(_list_section("Errors in your own cells", notes, pre=True))
     answers = book.answers(row["key"])
     if answers:
         parts.append("<h2>Written answers</h2><table><tr><th>question</th><th>points</th><th>comment</th></tr>")

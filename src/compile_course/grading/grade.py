@@ -13,6 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import ROOT
 from . import GRADER_VERSION
 from .assemble import assemble
 from .gradebook import Gradebook, attempt_key
@@ -24,6 +25,13 @@ from .source import ExerciseSource
 from .verdict import AnswerItem, Outcome, decide
 
 FIRST_UID = 61000   # kernels run as uid FIRST_UID + worker slot when the grader is root
+
+
+def instructor_paths(solutions: Path, *extra: Path) -> list[Path]:
+    """Directories a grading kernel must not see: the hidden tests, the course's .git,
+    build/ and tests/, plus ``extra`` (the gradebook's folder, the output, the submissions)."""
+    paths = [solutions, ROOT / ".git", ROOT / "build", ROOT / "tests", *extra]
+    return sorted({Path(p).resolve() for p in paths if Path(p).resolve() != Path("/")})
 
 
 @dataclass

@@ -12,10 +12,10 @@ import re
 import shutil
 from pathlib import Path
 
-from ..cli import ROOT
+from ..paths import ROOT, SOLUTIONS
 from .export import export_grades, export_review
 from .feedback import render_all
-from .grade import Settings, grade_all
+from .grade import Settings, grade_all, instructor_paths
 from .gradebook import Gradebook
 from .load import discover
 from .run import Limits
@@ -55,7 +55,7 @@ def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
 def grade_samples(out_dir: Path, jobs: int, solutions: Path | None = None, progress: bool = True,
                   limits: Limits | None = None) -> tuple[str, bool]:
     """``(one-line summary, grader worked)``; grader worked = no fault and every sample got its expected verdict."""
-    solutions = Path(solutions or ROOT / "solutions")
+    solutions = Path(solutions or SOLUTIONS)
     out_dir = Path(out_dir)
     subs = out_dir / "submissions"
     shutil.rmtree(subs, ignore_errors=True)
@@ -64,8 +64,7 @@ def grade_samples(out_dir: Path, jobs: int, solutions: Path | None = None, progr
     gradebook = out_dir / "gradebook.sqlite"
     book = Gradebook(gradebook)
     try:
-        hide = sorted({p.resolve() for p in (solutions, out_dir, ROOT / ".git", ROOT / "build", ROOT / "tests")})
-        settings = Settings(limits=limits or Limits(**SAMPLE_LIMITS), hide=hide)
+        settings = Settings(limits=limits or Limits(**SAMPLE_LIMITS), hide=instructor_paths(solutions, out_dir))
         report = grade_all(discover(subs), sources, book, settings, jobs, progress=progress)
         render_all(book, out_dir)
         export_grades(book, out_dir / "grades.csv")

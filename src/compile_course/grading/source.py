@@ -13,10 +13,8 @@ from pathlib import Path
 
 import nbformat
 
-KINDS = ("locked", "solution", "answer", "test", "hidden-test")
-GRADED = ("test", "hidden-test")
+from ..exercises.format import ANSWER_REGION, GRADED_KINDS, KINDS
 EXERCISE_NAME = re.compile(r"^(ex\d\d)(?:_[A-Za-z0-9_]+)?$")
-_ANSWER_REGION = re.compile(r"<!--\s*BEGIN SOLUTION\s*-->.*?<!--\s*END SOLUTION\s*-->", re.S)
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class ExerciseSource:
 
     @property
     def graded(self) -> list[SourceCell]:
-        return [c for c in self.cells if c.kind in GRADED]
+        return [c for c in self.cells if c.kind in GRADED_KINDS]
 
     @property
     def auto_points(self) -> float:
@@ -55,7 +53,7 @@ class ExerciseSource:
 
     def question_for(self, cell: SourceCell) -> str:
         """The prompt of an answer cell: its text outside the model answer, else the cell before it."""
-        prompt = _ANSWER_REGION.sub("", cell.source).strip()
+        prompt = ANSWER_REGION.sub("", cell.source).strip()
         if prompt:
             return prompt
         before = [c for c in self.cells if c.position < cell.position and c.cell_type == "markdown"]

@@ -11,8 +11,8 @@ import configparser
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-SANITIZE_FILE = ROOT / "tests" / "nbval_sanitize.cfg"
+from ..paths import SANITIZE_FILE
+
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 VOLATILE_TAG = "nbval-ignore-output"
 RAISES_TAG = "raises-exception"
@@ -30,6 +30,21 @@ def sanitize_text(text: str, rules=None) -> str:
     for pattern, repl in rules if rules is not None else sanitize_rules():
         text = pattern.sub(repl, text)
     return text
+
+
+def output_texts(output):
+    """Every text an output shows: stream text, text data, an error's value and traceback."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        yield output["text"]
+    elif kind in ("execute_result", "display_data"):
+        for key in ("text/plain", "text/html", "text/markdown"):
+            value = output.get("data", {}).get(key)
+            if value is not None:
+                yield "".join(value) if isinstance(value, list) else value
+    elif kind == "error":
+        yield output.get("evalue", "")
+        yield from output.get("traceback", [])
 
 
 def _map_text(output, fn) -> None:
@@ -76,9 +91,7 @@ def audit_notebook(nb) -> list[str]:
                 problems.append(f"{where}: stderr output: {output['text'][:80]!r}")
             if kind == "error" and RAISES_TAG not in tags:
                 problems.append(f"{where}: unexpected {output.get('ename')}: {output.get('evalue', '')[:80]}")
-            texts: list[str] = []
-            _map_text(dict(output), lambda t: texts.append(t) or t)
-            for text in texts:
+            for text in output_texts(output):
                 if ANSI.search(text):
                     problems.append(f"{where}: ANSI escape codes in output")
                 if sanitize_text(text, rules) != ANSI.sub("", text):
