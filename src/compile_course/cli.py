@@ -75,7 +75,7 @@ def cmd_run(args) -> int:
 
     failed = ok != len(lessons)
     try:
-        from .exercises.release import release_all
+        from course_grader.release import release_all
     except ImportError:
         summary.append("exercises: release step not available yet")
     else:
@@ -102,7 +102,7 @@ def cmd_run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["release"]:
-        from .exercises.release import main as release_main
+        from course_grader.release import main as release_main
         return release_main(argv[1:])
     if argv[:1] == ["grade"]:
         from .grading.cli import main as grade_main

@@ -9,10 +9,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from compile_course.exercises import release
-from compile_course.exercises.release import BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, ReleaseError
+from course_grader import release
+from course_grader.model import BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, Exercise, ExerciseFormatError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("ex[0-9][0-9]_*.ipynb"))
 AUTO = [s for s in SOLUTIONS if not s.name.startswith("ex06")]
 
@@ -106,9 +106,10 @@ def test_stub_keeps_indentation_and_surrounding_code():
         '    raise NotImplementedError("ex99-f: replace this line with your answer")\n\nprint(\'after\')')
 
 
-def test_markdown_answer_becomes_a_prompt():
-    out = release.prompt_markdown(f"Q?\n{BEGIN_MD}\nThe model answer.\n{END_MD}\n", "ex99-a")
-    assert out == f"Q?\n{release.ANSWER_PROMPT}\n"
+def test_markdown_answer_becomes_a_prompt(notebook_file):
+    path = notebook_file("ex99_x", [("markdown", "ex99-a", "answer", f"Q?\n{BEGIN_MD}\nThe model answer.\n{END_MD}\n", 2)])
+    nb = release.student_notebook(Exercise.load(path))
+    assert nb.cells[0].source == f"Q?\n{release.ANSWER_PROMPT}\n"
 
 
 @pytest.mark.parametrize("source, problem", [
@@ -116,13 +117,22 @@ def test_markdown_answer_becomes_a_prompt():
     ("x = 1\n### END SOLUTION", "without"),
     ("x = 1", "needs a"),
 ])
-def test_malformed_solution_cells_are_rejected(source, problem):
-    with pytest.raises(ReleaseError, match=problem):
-        release.stub_code(source, "ex99-bad")
+def test_malformed_solution_cells_are_rejected(notebook_file, source, problem):
+    path = notebook_file("ex99_bad", [("code", "ex99-bad", "solution", source, None)])
+    with pytest.raises(ExerciseFormatError, match=problem):
+        Exercise.load(path)
 
 
-def test_ids_must_match_and_be_unique():
+def test_a_malformed_source_stops_the_release_before_anything_is_written(tmp_path, notebook_file, capsys):
+    notebook_file("ex99_bad", [("code", "ex99-bad", "solution", "x = 1", None)], folder=tmp_path / "solutions")
+    args = ["--solutions", str(tmp_path / "solutions"), "--exercises", str(tmp_path / "exercises")]
+    assert release.main(args) == 2
+    assert "needs a" in capsys.readouterr().err and not (tmp_path / "exercises").exists()
+
+
+def test_ids_must_match_and_be_unique(tmp_path):
     cell = nbformat.v4.new_code_cell("x = 1", id="other")
     cell.metadata["course"] = {"id": "ex99-x", "kind": "locked"}
-    with pytest.raises(ReleaseError, match="must equal"):
-        release.release_notebook(nbformat.v4.new_notebook(cells=[cell]))
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "ex99_x.ipynb")
+    with pytest.raises(ExerciseFormatError, match="must equal"):
+        Exercise.load(tmp_path / "ex99_x.ipynb")

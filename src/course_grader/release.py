@@ -1,11 +1,12 @@
 """``course release``: generate ``exercises/`` from ``solutions/`` (the one source).
 
-Per ``docs/exercise-format.md``: solution regions become a stub raising
-``NotImplementedError`` (indentation and surrounding provided code kept),
-model answers become a prompt, hidden tests and rubrics are removed, outputs
-and execution counts are cleared, locked and test cells become read-only.
-Output is a pure function of the source, so a re-run is byte-identical and
-``course release --check`` can compare it with what is on disk.
+Each solution notebook is read through ``Exercise.load`` (which validates the
+format); its student copy is then a pure function of it: solution regions
+become a stub raising ``NotImplementedError`` (indentation and surrounding
+provided code kept), model answers become a prompt, hidden tests and rubrics
+are removed, outputs and execution counts are cleared, locked and test cells
+become read-only. A re-run is byte-identical, so ``course release --check``
+can compare a fresh release in memory with what is on disk.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ from pathlib import Path
 
 import nbformat
 
-from ..paths import EXERCISES, SOLUTIONS
-from .format import ANSWER_REGION, BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, KINDS, READ_ONLY_KINDS  # noqa: F401
+from compile_course.paths import EXERCISES, SOLUTIONS
+
+from .model import ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise, ExerciseFormatError
 
 ANSWER_PROMPT = "*Write your answer here.*"
-
-
-class ReleaseError(ValueError):
-    """The source notebook breaks the format contract."""
+ReleaseError = ExerciseFormatError   # the name release callers know
 
 
 def stub_line(indent: str, cell_id: str) -> str:
@@ -32,66 +31,40 @@ def stub_line(indent: str, cell_id: str) -> str:
 
 
 def stub_code(source: str, cell_id: str) -> str:
-    """Replace every BEGIN/END SOLUTION region (markers included) with a stub."""
+    """Replace every BEGIN/END SOLUTION region (markers included) with one stub line.
+
+    The model has already checked that the regions are well formed."""
     out: list[str] = []
     inside = False
-    found = False
     for line in source.split("\n"):
         stripped = line.strip()
         if stripped == BEGIN_CODE:
-            if inside:
-                raise ReleaseError(f"{cell_id}: nested {BEGIN_CODE}")
-            inside, found = True, True
+            inside = True
             out.append(stub_line(line[: len(line) - len(line.lstrip())], cell_id))
         elif stripped == END_CODE:
-            if not inside:
-                raise ReleaseError(f"{cell_id}: {END_CODE} without {BEGIN_CODE}")
             inside = False
         elif not inside:
             out.append(line)
-    if inside:
-        raise ReleaseError(f"{cell_id}: {BEGIN_CODE} is never closed")
-    if not found:
-        raise ReleaseError(f"{cell_id}: a 'solution' cell needs a {BEGIN_CODE} region")
     return "\n".join(out)
 
 
-def prompt_markdown(source: str, cell_id: str) -> str:
-    """Replace the model answer (markers included) with a prompt."""
-    if not ANSWER_REGION.search(source):
-        raise ReleaseError(f"{cell_id}: an 'answer' cell needs a {BEGIN_MD} region")
-    return ANSWER_REGION.sub(ANSWER_PROMPT, source)
-
-
-def release_notebook(source_nb):
-    """The student copy of one solution notebook (the source is not modified)."""
-    nb = copy.deepcopy(source_nb)
+def student_notebook(exercise: Exercise):
+    """The student copy of one exercise, as an nbformat node (the exercise is not modified)."""
+    nb = copy.deepcopy(exercise.notebook)
     cells = []
-    seen: set[str] = set()
-    for cell in nb.cells:
-        course = cell.metadata.get("course")
-        if course is not None:
-            cid, kind = course.get("id"), course.get("kind")
-            if kind not in KINDS:
-                raise ReleaseError(f"cell {cid!r}: unknown kind {kind!r}")
-            if not cid or cid in seen:
-                raise ReleaseError(f"cell id {cid!r} is missing or not unique")
-            if cell.get("id") != cid:
-                raise ReleaseError(f"cell {cid!r}: nbformat id {cell.get('id')!r} must equal the course id")
-            seen.add(cid)
-            if kind == "hidden-test":
-                continue
-            course.pop("rubric", None)
-            if kind == "solution":
-                cell.source = stub_code(cell.source, cid)
-            elif kind == "answer":
-                cell.source = prompt_markdown(cell.source, cid)
-            if kind in READ_ONLY_KINDS:
+    for model_cell, cell in zip(exercise.cells, nb.cells, strict=True):
+        kind = model_cell.kind
+        if kind is CellKind.HIDDEN_TEST:
+            continue
+        if kind is not None:
+            cell.metadata["course"].pop("rubric", None)
+            if kind is CellKind.SOLUTION:
+                cell.source = stub_code(cell.source, model_cell.course_id)
+            elif kind is CellKind.ANSWER:
+                cell.source = ANSWER_REGION.sub(ANSWER_PROMPT, cell.source)
+            if kind.read_only:
                 cell.metadata["editable"] = False
                 cell.metadata["deletable"] = False
-        for marker in (BEGIN_CODE, END_CODE, BEGIN_MD, END_MD):
-            if marker in cell.source:
-                raise ReleaseError(f"cell {cell.get('id')!r}: {marker!r} outside a solution/answer cell")
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -105,8 +78,7 @@ def release_notebook(source_nb):
 
 def render(source_path: Path) -> str:
     """The exercise notebook's exact file text for one solution notebook."""
-    nb = nbformat.read(source_path, as_version=4)
-    return nbformat.writes(release_notebook(nb)) + "\n"
+    return nbformat.writes(student_notebook(Exercise.load(source_path))) + "\n"
 
 
 def _sources(solutions_dir: Path) -> list[Path]:
@@ -114,13 +86,16 @@ def _sources(solutions_dir: Path) -> list[Path]:
 
 
 def release_all(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
-    """Write every exercise notebook; return the paths written (in order)."""
+    """Write every exercise notebook; return the paths written (in order).
+
+    Every source is rendered before anything is written, so a malformed source
+    leaves exercises/ untouched."""
     exercises_dir = Path(exercises_dir)
+    texts = {source.name: render(source) for source in _sources(solutions_dir)}
     exercises_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for source in _sources(solutions_dir):
-        target = exercises_dir / source.name
-        text = render(source)
+    for name, text in texts.items():
+        target = exercises_dir / name
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
         written.append(target)
@@ -157,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             print("exercises are up to date" if not problems else f"{len(problems)} exercise file(s) out of date: run `course release`")
             return 1 if problems else 0
         written = release_all(args.solutions, args.exercises)
-    except ReleaseError as exc:
+    except ExerciseFormatError as exc:
         print(f"release failed: {exc}", file=sys.stderr)
         return 2
     for path in written:

@@ -1,0 +1,137 @@
+"""Shared fixtures for the grader's tests (tests/course_grader/**).
+
+``notebook_file`` writes a small solution-format notebook from a compact cell list;
+``exercise`` is ex01's model; ``submission`` builds a student copy of a real
+exercise, answered with the model answer or not; ``fake_host`` stands in for the
+sandbox's ``GradingHost`` where a test is about the trusted pipeline only.
+"""
+
+from __future__ import annotations
+
+import copy
+from contextlib import contextmanager
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_grader.model import Exercise, load_exercises
+from course_grader.release import student_notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "solutions"
+
+
+@pytest.fixture
+def notebook_file(tmp_path):
+    """``notebook_file(name, [(cell_type, id, kind, source, points), ...], folder=None) -> Path``.
+
+    ``kind=None`` makes a plain cell without ``metadata.course``."""
+
+    def make(name: str, cells, folder: Path | None = None) -> Path:
+        out = []
+        for n, (cell_type, cid, kind, source, points) in enumerate(cells):
+            new = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
+            cell = new(source, id=cid or f"plain-{n}")
+            if kind is not None:
+                cell.metadata["course"] = {"id": cid, "kind": kind}
+                if points is not None:
+                    cell.metadata["course"]["points"] = points
+            out.append(cell)
+        folder = Path(folder or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=out), path)
+        return path
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def exercises() -> dict[str, Exercise]:
+    return load_exercises(SOLUTIONS)
+
+
+@pytest.fixture(scope="session")
+def exercise(exercises) -> Exercise:
+    return exercises["ex01"]
+
+
+def student_copy(ex: Exercise, answered: bool) -> dict:
+    """A submission as a student would hand it in: the released copy, with the model answers put back when ``answered``."""
+    nb = student_notebook(ex)
+    if answered:
+        model = ex.by_id()
+        for cell in nb.cells:
+            cid = cell.metadata.get("course", {}).get("id")
+            if cid in model and model[cid].kind in ("solution", "answer"):
+                cell.source = model[cid].source
+    return copy.deepcopy(nb)
+
+
+@pytest.fixture
+def submission(tmp_path, exercises):
+    """``submission(student, "ex01", answered=True, edit=None, folder=None) -> Path`` (flat layout)."""
+
+    def make(student: str, exercise_id: str, answered: bool = True, edit=None, folder: Path | None = None) -> Path:
+        ex = exercises[exercise_id]
+        nb = student_copy(ex, answered)
+        if edit is not None:
+            edit(nb)
+        folder = Path(folder or tmp_path / "subs")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{student}__{ex.name}.ipynb"
+        nbformat.write(nb, path)
+        return path
+
+    return make
+
+
+class FakeKernel:
+    """Runs nothing: every cell is "ok" with no output (enough for the trusted pipeline's tests)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def run_cell(self, source: str):
+        from course_grader.status import CellStatus
+
+        self.log.append(source)
+        return type("CellResult", (), {"status": CellStatus.OK, "output": "", "error": None, "cpu_s": 0.0})()
+
+
+class FakeHost:
+    """A ``GradingHost`` look-alike: ``measure`` answers from a dict of callables."""
+
+    def __init__(self, answers=None):
+        self.answers = answers or {}
+        self.cells: list[str] = []
+        self.measured: list[tuple[str, str, dict]] = []
+        self.warm = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @contextmanager
+    def notebook_kernel(self):
+        yield FakeKernel(self.cells)
+
+    @contextmanager
+    def warming(self):
+        self.warm = True
+        try:
+            yield
+        finally:
+            self.warm = False
+
+    def measure(self, harness: str, entry: str, payload: dict) -> dict:
+        self.measured.append((harness, entry, payload))
+        return self.answers[(harness, entry)](payload)
+
+
+@pytest.fixture
+def fake_host():
+    return FakeHost
