@@ -14,7 +14,51 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_rules_come_from_the_nbval_sanitize_file():
     assert normalize.SANITIZE_FILE == ROOT / "tests" / "nbval_sanitize.cfg"
     rules = sanitize_rules()
-    assert [r for _, r in rules] == ["0xADDRESS", "<notebook cell>", "<tmpdir>"]
+    assert [r for _, r in rules][:3] == ["0xADDRESS", "<notebook cell>", "<tmpdir>"]
+    assert len(rules) == len(set(r.pattern for r, _ in rules))
+
+
+# One recompile, and two guard-dump lines, exactly as torch 2.14.1 logs them from a notebook.
+TORCH_LOG = """\
+V1130 13:54:19.830000 6542 torch/_dynamo/guards.py:5621] [0/1] [__recompiles] Recompiling function f in /tmp/ipykernel_6542/1234567.py:3
+V1130 13:54:19.830000 6542 torch/_dynamo/guards.py:5621] [0/1] [__recompiles]     - 0/0: tensor 'x' dtype mismatch. expected Float, actual Double
+V1130 13:54:19.706000 6542 torch/_dynamo/guards.py:4693] [0/0_1] [__guards] | +- LAMBDA_GUARD: torch._functorch.aot_autograd.utils.top_saved_tensors_hooks ids == None  # _dynamo/output_graph.py:1194 in init_ambient_guards
+V1130 13:54:19.706000 6542 torch/_dynamo/guards.py:4693] [0/0_1] [__guards] | | | | +- ID_MATCH: ___check_obj_id(G['__builtins_dict___1']['print'], 140529086797424), type=<class 'builtin_function_or_method'>  # print("hi")  # mp/ipykernel_6542/1234567.py:5 in f
+V1130 13:54:19.706000 6542 torch/_dynamo/guards.py:4693] [0/0_1] [__guards] | +- GLOBAL_STATE: ___check_global_state() against {"grad_mode":true,"num_threads":2,"torch_function":true}
+V1130 13:54:19.745000 6542 torch/_dynamo/guards.py:4736] [0/0_1] [__guards] Guard eval latency = 61.52 us
+"""
+
+
+def test_torch_log_lines_keep_their_words_and_lose_time_pid_and_torch_line_numbers():
+    clean = sanitize_text(TORCH_LOG).splitlines()
+    prefix = "VMMDD hh:mm:ss.us PID torch/_dynamo/guards.py:N]"
+    assert all(line.startswith(prefix) for line in clean)
+    assert clean[0].endswith("[__recompiles] Recompiling function f in <notebook cell>:3")
+    assert clean[1].endswith("- 0/0: tensor 'x' dtype mismatch. expected Float, actual Double")
+    assert clean[2].endswith("# _dynamo/output_graph.py:N in init_ambient_guards")
+    assert clean[3].endswith("___check_obj_id(G['__builtins_dict___1']['print'], ID), "
+                             "type=<class 'builtin_function_or_method'>  # print(\"hi\")  # <notebook cell>:5 in f")
+    assert '"num_threads":N,' in clean[4]
+    assert clean[5].endswith("Guard eval latency = T us")
+    assert sanitize_text("\n".join(clean)) == "\n".join(clean)  # idempotent
+
+
+def test_kernel_frames_in_a_user_stack_lose_machine_paths_and_line_numbers():
+    stack = ('  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+             '  File "/home/ann/.venv/lib/python3.11/site-packages/ipykernel/kernelbase.py", line 541, in dispatch_queue\n'
+             '    await self.process_one()\n'
+             '  File "/usr/lib/python3.11/asyncio/events.py", line 84, in _run\n'
+             '  File "/tmp/ipykernel_11790/3429352863.py", line 6, in f\n')
+    assert sanitize_text(stack) == ('  File "<frozen runpy>", line N, in _run_module_as_main\n'
+                                    '  File "<python>/ipykernel/kernelbase.py", line N, in dispatch_queue\n'
+                                    '    await self.process_one()\n'
+                                    '  File "<python>/asyncio/events.py", line N, in _run\n'
+                                    '  File "<notebook cell>", line 6, in f\n')
+
+
+def test_user_line_numbers_are_kept():
+    text = "File /work/main/src/compile_course/diagnostics.py:88 in explain, <notebook cell>:5, my_model.py:12"
+    assert sanitize_text(text) == text
 
 
 def test_sanitize_text_applies_the_rules_and_strips_ansi():

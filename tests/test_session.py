@@ -35,8 +35,15 @@ def test_start_prints_the_boundary_line(capfd):
     session.start()
     out, err = capfd.readouterr()
     v = sys.version_info
-    assert out == f"torch 2.14.1 (course pin: {pinned_in_requirements()}) | python {v.major}.{v.minor} | device: cpu\n"
+    assert out == f"torch 2.14.1 | python {v.major}.{v.minor} | cpu\n"
     assert err == ""
+
+
+def test_version_line_drops_the_wheel_local_tag(monkeypatch):
+    v = sys.version_info
+    for wheel in ("2.14.1+cu130", "2.14.1+cpu", "2.14.1"):
+        monkeypatch.setattr(torch, "__version__", wheel)
+        assert session.version_line() == f"torch 2.14.1 | python {v.major}.{v.minor} | cpu"
 
 
 def test_start_seeds_and_warns_on_a_different_pin(capsys, monkeypatch, tmp_path):
@@ -48,7 +55,7 @@ def test_start_seeds_and_warns_on_a_different_pin(capsys, monkeypatch, tmp_path)
     monkeypatch.setattr(session, "REQUIREMENTS", tmp_path / "req.txt")
     session.start()
     lines = capsys.readouterr().out.splitlines()
-    assert "(course pin: 9.9.9)" in lines[-2]
+    assert lines[-2].startswith("torch 2.14.1 |")
     assert lines[-1] == "WARNING: outputs were recorded with torch 9.9.9; yours may differ."
 
 

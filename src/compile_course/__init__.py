@@ -14,14 +14,19 @@ _EXPORTS = {
     "Case": "comparison", "compare": "comparison", "tolerance_table": "comparison",
     "CompileWatch": "diagnostics", "call_without_recompile": "diagnostics",
     "describe_exception": "diagnostics", "explain": "diagnostics", "recompile_log": "diagnostics",
-    "TimingTable": "timing", "measure": "timing", "fastest_interleaved": "timing",
+    "TimingTable": "timing", "measure": "timing", "fastest_interleaved": "timing", "speedup": "timing",
     "VersionBoundary": "boundary",
     "start": "session",
+    "torch_logs": "torch_logs",
 }
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        # Importing a submodule binds its name on the package; for torch_logs (module and
+        # function share the name) the function must win, so bind the export explicitly.
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'compile_course' has no attribute {name!r}")
