@@ -1,0 +1,151 @@
+"""Find the submissions in a folder, without trusting anything in it.
+
+Accepted layouts (docs/grading.md)::
+
+    SUBMISSIONS/alice/ex01_capture_boundary.ipynb      one folder per student
+    SUBMISSIONS/alice__ex01_capture_boundary.ipynb     flat: student, two underscores, exercise
+
+Every entry is examined with ``lstat`` (symbolic links are never followed) before
+anything else. Something *named like a submission* (``*.ipynb``) that is not a
+regular file (a folder, a symlink, a FIFO, a socket, a device) becomes a
+``Candidate`` with a rejection reason, as does a file whose student or exercise
+cannot be told from its path. Nothing here raises for a bad entry: an entry that
+cannot even be listed becomes a rejection too.
+
+Duplicates (two candidates for the same student and exercise) are resolved by
+:func:`choose`, from properties of the files only (never from the order in which
+they were graded), so ``--jobs`` and a resume cannot change which one counts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+EXERCISE_ID = re.compile(r"^ex\d\d$")
+EXERCISE_PREFIX = re.compile(r"^(ex\d\d)(?![0-9])")
+SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", ".git"}
+MAX_ENTRIES = 100_000    # a folder with more entries than this is not a class's submissions
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rel: str                  # path relative to the submissions folder, '/'-separated (for reports only)
+    path: Path                # the path as found (never resolved through symlinks)
+    student: str | None       # validated student id, or None
+    exercise: str | None      # "exNN" from the file name, or None
+    reason: str = ""          # non-empty: rejected before reading, and why
+    mtime_ns: int = 0
+    size: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+    def label(self) -> str:
+        return f"{self.student or '?'}/{self.exercise or '?'} ({self.rel})"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _ids(parts: list[str]) -> tuple[str | None, str | None, str]:
+    """``(student, exercise, problem)`` from the path parts below the submissions folder."""
+    name = parts[-1]
+    if len(parts) == 2:
+        student, file_part = parts[0], name
+    elif len(parts) == 1 and "__" in name:
+        student, file_part = name.split("__", 1)
+    elif len(parts) == 1:
+        return None, None, "cannot tell the student: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
+    else:
+        return None, None, "too deep: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
+    m = EXERCISE_PREFIX.match(file_part)
+    exercise = m.group(1) if m else None
+    if not STUDENT_ID.match(student):
+        return None, exercise, f"student id {student[:40]!r} is not allowed (letters, digits, '.', '_', '-'; at most 64)"
+    if exercise is None:
+        return student, None, "the file name does not start with an exercise id (exNN_...)"
+    return student, exercise, ""
+
+
+def discover(root: Path) -> tuple[list[Candidate], list[str]]:
+    """``(candidates, problems)``: every submission-like entry under ``root``, sorted by path.
+
+    ``problems`` lists folders that could not be read (reported, never fatal)."""
+    root = Path(root)
+    found: list[Candidate] = []
+    problems: list[str] = []
+
+    def walk(folder: Path, parts: list[str]) -> None:
+        try:
+            with os.scandir(folder) as it:
+                entries = []
+                for n, entry in enumerate(it):
+                    if n >= MAX_ENTRIES:
+                        problems.append(f"{'/'.join(parts) or '.'}: more than {MAX_ENTRIES} entries; the rest are ignored")
+                        break
+                    entries.append(entry)
+        except OSError as exc:
+            problems.append(f"{'/'.join(parts) or '.'}: cannot list this folder ({exc.strerror or exc})")
+            return
+        for entry in sorted(entries, key=lambda e: e.name):
+            name = entry.name
+            if name.startswith(".") or name in SKIPPED_DIRS:
+                continue
+            sub = parts + [name]
+            rel = "/".join(sub)
+            try:
+                st = entry.stat(follow_symlinks=False)     # lstat: before anything else
+            except OSError as exc:
+                if name.endswith(".ipynb"):
+                    found.append(Candidate(rel, Path(entry.path), *_ids(sub)[:2], f"cannot examine the file ({exc.strerror or exc})"))
+                continue
+            student, exercise, problem = _ids(sub)
+            if name.endswith(".ipynb"):
+                if not stat.S_ISREG(st.st_mode):
+                    reason = f"{_kind(st.st_mode)}, not a regular file"
+                else:
+                    reason = problem
+                found.append(Candidate(rel, Path(entry.path), student, exercise, reason, st.st_mtime_ns, st.st_size))
+            elif stat.S_ISDIR(st.st_mode) and len(sub) == 1:
+                walk(Path(entry.path), sub)
+            elif stat.S_ISLNK(st.st_mode) and len(sub) == 1:
+                problems.append(f"{rel}: a symbolic link, not a student folder; not followed")
+            # other files (a PDF next to the notebook, a deeper folder) are not submissions
+
+    try:
+        st = os.lstat(root)
+    except OSError as exc:
+        raise FileNotFoundError(f"{root}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(f"{root} is not a folder")
+    walk(root, [])
+    found.sort(key=lambda c: c.rel)
+    return found, problems
+
+
+def choose(group: list, loadable) -> tuple[object, list]:
+    """``(counted, ignored)`` among candidates for one student and exercise.
+
+    The rule depends only on the files: a candidate that ``loadable(c)`` says can be
+    graded beats one that cannot; then the most recently modified wins; then the
+    first by path. Works on ``Candidate`` or anything with ``candidate``-like fields
+    ``mtime_ns`` and ``rel``."""
+    ranked = sorted(group, key=lambda c: (not loadable(c), -c.mtime_ns, c.rel))
+    return ranked[0], ranked[1:]
