@@ -8,7 +8,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from compile_course.timing import Timing, TimingTable, _cache_state, _fmt, measure
+from compile_course.timing import Timing, TimingTable, _cache_state, _fmt, measure, speedup
 
 
 def test_measure_eager_function():
@@ -18,7 +18,8 @@ def test_measure_eager_function():
     assert t.cache == "no inductor cache used"
     assert t.first_call_s > 0 and t.median_s > 0 and t.iqr_s >= 0
     assert t.runs >= 1
-    assert t.median_s < 0.05  # a 64-element sin is microseconds, not the whole budget
+    assert t.fastest_s <= t.median_s
+    assert t.fastest_s < 0.05  # a 64-element sin is microseconds, not the whole budget
 
 
 def test_measure_separates_first_call_from_steady_state():
@@ -26,7 +27,9 @@ def test_measure_separates_first_call_from_steady_state():
     compiled = torch.compile(lambda x: torch.sin(x) + 1, backend="eager")
     t = measure("compiled (eager backend)", compiled, torch.randn(64), min_run_time=0.05)
     # The first call pays for Dynamo's capture; later calls reuse the graph.
-    assert t.first_call_s > 10 * t.median_s
+    # The fastest steady call is microseconds, capture tens of milliseconds: the
+    # margin is about 1000x, so a 10x claim holds on a loaded machine too.
+    assert t.first_call_s > 10 * t.fastest_s
     assert t.cache == "no inductor cache used"  # the eager backend never touches inductor's cache
     torch._dynamo.reset()
 
@@ -46,8 +49,8 @@ def test_fmt_units():
 
 def table():
     return TimingTable([
-        Timing("eager", 0.002, 0.001, 0.0001, 100, "no inductor cache used"),
-        Timing("compiled", 3.0, 0.00025, 0.00001, 400, "cold (FX graph cache miss)"),
+        Timing("eager", 0.002, 0.001, 0.0001, 100, "no inductor cache used", fastest_s=0.0009),
+        Timing("compiled", 3.0, 0.00025, 0.00001, 400, "cold (FX graph cache miss)", fastest_s=0.0002),
     ])
 
 
@@ -55,13 +58,19 @@ def test_timing_table_str():
     lines = str(table()).splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("eager ") and "first call      2 ms" in lines[0] and "cache: no inductor cache used" in lines[0]
-    assert "steady median    250 us (IQR 10 us, 400 runs)" in lines[1]
+    assert "fastest    200 us   steady median    250 us (IQR 10 us, 400 runs)" in lines[1]
+    assert "fastest" not in Timing("old row", 1.0, 1.0, 0.0, 1, "-").line()
     assert str(table()) == str(table())
 
 
-def test_speedup_arithmetic():
-    assert table().speedup("compiled", "eager") == pytest.approx(4.0)
-    assert table().speedup("eager", "compiled") == pytest.approx(0.25)
+def test_speedup_is_fastest_steady_call_over_fastest_steady_call():
+    eager, compiled = table().rows
+    # Medians would give 4.0; the course's definition uses the fastest calls: 0.9 ms / 0.2 ms.
+    assert speedup(eager, compiled) == pytest.approx(4.5)
+    assert table().speedup("compiled", "eager") == pytest.approx(4.5)
+    assert table().speedup("eager", "compiled") == pytest.approx(1 / 4.5)
+    with pytest.raises(ValueError):
+        speedup(Timing("old", 1.0, 1.0, 0.0, 1, "-"), compiled)
     with pytest.raises(KeyError):
         table().speedup("missing", "eager")
 
@@ -78,6 +87,8 @@ def test_plot_returns_a_figure():
         assert [t.get_text() for t in ax.get_xticklabels()] == ["eager", "compiled"]
         heights = sorted(p.get_height() for p in ax.patches)
         assert heights == sorted([0.002, 0.001, 3.0, 0.00025])
+        markers = [line for line in ax.get_lines() if line.get_marker() == "_"]
+        assert list(markers[0].get_ydata()) == [0.0009, 0.0002]
     finally:
         plt.close(fig)
 

@@ -7,11 +7,16 @@ call once, then the steady state with ``torch.utils.benchmark`` (median and
 interquartile range over many runs), and records whether inductor's FX graph
 cache was hit (warm) or missed (cold) during that first call.
 
-Raw timings vary from run to run: show them in cells that nbval does not
-compare, as a plot or a summary, never in a compared output. A claim that a
-compared cell prints should use ``fastest_s`` (the best steady run) with a wide
-margin: on a busy machine the median can swing by an order of magnitude, the
-best run hardly moves.
+Speedup, as the lessons and exercise 5 define it, is plain eager's fastest
+steady call divided by the compiled function's fastest steady call
+(``speedup(eager, compiled)``). The fastest call is the one least disturbed by
+other processes; a median can swing by an order of magnitude on a busy machine.
+
+Raw timings vary from run to run, and so does every boolean, rank or ratio
+computed from them. Show them, and what you conclude from them, in cells that
+nbval does not compare (tagged ``nbval-ignore-output`` and ``volatile``), as a
+plot or a table. What a compared cell may say about timing is what is always
+true, such as "the first call includes capture and compilation".
 """
 
 from __future__ import annotations
@@ -39,8 +44,20 @@ class Timing:
     fastest_s: float | None = None  # the best steady run: least disturbed by other processes
 
     def line(self) -> str:
-        return (f"{self.label:<22} first call {_fmt(self.first_call_s):>9}   "
+        fastest = f"fastest {_fmt(self.fastest_s):>9}   " if self.fastest_s is not None else ""
+        return (f"{self.label:<22} first call {_fmt(self.first_call_s):>9}   {fastest}"
                 f"steady median {_fmt(self.median_s):>9} (IQR {_fmt(self.iqr_s)}, {self.runs} runs)   cache: {self.cache}")
+
+
+def speedup(eager: Timing, compiled: Timing) -> float:
+    """The course's speedup: eager's fastest steady call over the compiled one's.
+
+    Above 1 the compiled function is faster. First calls are left out on
+    purpose: they include capture and compilation, which are paid once.
+    """
+    if eager.fastest_s is None or compiled.fastest_s is None:
+        raise ValueError("speedup needs the fastest steady call of both (measure() records it)")
+    return eager.fastest_s / compiled.fastest_s
 
 
 def _fmt(seconds: float) -> str:
@@ -105,9 +122,9 @@ class TimingTable:
         return "\n".join(r.line() for r in self.rows)
 
     def speedup(self, fast: str, slow: str) -> float:
-        """Steady-state median of ``slow`` over that of ``fast``."""
+        """``speedup(slow, fast)`` by row label: ``slow``'s fastest steady call over ``fast``'s."""
         by = {r.label: r for r in self.rows}
-        return by[slow].median_s / by[fast].median_s
+        return speedup(by[slow], by[fast])
 
     def plot(self, title: str = "first call vs steady state"):
         """Bar chart (log scale) of first-call time next to steady-state median."""
@@ -123,6 +140,10 @@ class TimingTable:
         high = [(r.p75_s if r.p75_s is not None else r.median_s) - r.median_s for r in self.rows]
         ax.bar([x + 0.2 for x in xs], [r.median_s for r in self.rows], width=0.4,
                yerr=[low, high], label="steady-state median (25th-75th percentile)")
+        fastest = [(x + 0.2, r.fastest_s) for x, r in zip(xs, self.rows) if r.fastest_s is not None]
+        if fastest:
+            ax.plot(*zip(*fastest), linestyle="none", marker="_", markersize=18, color="black",
+                    label="fastest steady call (used for speedup)")
         ax.set_yscale("log")
         ax.set_ylabel("seconds (log scale)")
         ax.set_xticks(list(xs), labels)
