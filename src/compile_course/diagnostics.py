@@ -1,11 +1,17 @@
-"""Thin wrappers over PyTorch's own compiler diagnostics.
+"""Thin wrappers over PyTorch's own compiler diagnostics: they add, never remove.
 
 Every number and reason printed by these helpers comes from a PyTorch tool:
 ``torch._dynamo.explain`` for graphs and breaks, ``CompileCounter`` for
 compilations, torch's ``recompiles`` log for guard failures, and
-``torch.compiler.set_stance`` for turning a recompile into an error. The
-helpers only trim what changes from run to run (file paths, timestamps, pids)
-so a notebook's stored output can be compared with a fresh run.
+``torch.compiler.set_stance`` for turning a recompile into an error. What a
+helper prints keeps torch's whole text (graph-break ids, explanations, hints,
+links, the ``#`` notes of a guard failure); it only adds a count, a table or
+a label. Paths, timestamps and pids are left to the sanitize rules that store
+and compare notebook outputs (``tests/nbval_sanitize.cfg``).
+
+What these helpers do not do: decide anything torch did not report. Where
+``explain`` is blind (a break before the first captured op), the authority is
+``fullgraph=True`` or the ``graph_breaks`` log (see ``torch_logs``).
 """
 
 from __future__ import annotations
@@ -47,11 +53,14 @@ def _where(frame) -> str:
 @dataclass
 class BreakReason:
     gb: str
-    reason: str
+    reason: str      # the first line, a short name for the break
     where: str
+    full: str = ""   # torch's whole reason: explanation, hints, link
 
     def __str__(self) -> str:
-        return f"{self.gb:7} {self.reason}  (in {self.where})"
+        head = f"{self.gb} {self.reason}  (in {self.where})"
+        rest = [line.rstrip() for line in self.full.strip().splitlines()[1:]]
+        return "\n".join([head] + [f"    {line}" if line else "" for line in rest])
 
 
 @dataclass
@@ -63,11 +72,16 @@ class CaptureReport:
     op_count: int
     breaks: list[BreakReason] = field(default_factory=list)
     graphs: list = field(default_factory=list, repr=False)
+    torch_output: object = field(default=None, repr=False)  # torch's own ExplainOutput
 
     def __str__(self) -> str:
         lines = [f"graphs: {self.graph_count}   graph breaks: {self.break_count}   ops captured: {self.op_count}"]
         lines += [f"  break {i}: {b}" for i, b in enumerate(self.breaks, 1)]
         return "\n".join(lines)
+
+    def show_torch(self) -> None:
+        """Print torch's own ``ExplainOutput``, every section, as torch formats it."""
+        print(str(self.torch_output).rstrip())
 
     def show_graphs(self) -> None:
         """Print the captured FX code of each graph, one after another."""
@@ -77,27 +91,31 @@ class CaptureReport:
 
 
 def explain(fn, *args, **kwargs) -> CaptureReport:
-    """Run ``torch._dynamo.explain(fn)(*args)`` and keep its counts and reasons.
+    """Run ``torch._dynamo.explain(fn)(*args)`` and keep its counts and whole reasons.
 
     Dynamo's compile caches are reset first so the report describes this call
-    alone, not what an earlier cell already captured.
+    alone, not what an earlier cell already captured. Two limits of explain
+    itself (torch 2.14.1): ``graph_break_count`` is the graph count minus one,
+    and a break before the first captured op produces no graph and no reason,
+    so it is not reported at all. ``report.show_torch()`` prints torch's own
+    printout.
     """
     torch._dynamo.reset()
     with apply_log_policy():
         out = torch._dynamo.explain(fn)(*args, **kwargs)
     breaks = [
-        BreakReason(gb_id(b.reason), first_line(b.reason), _where(b.user_stack[-1]) if b.user_stack else "?")
+        BreakReason(gb_id(b.reason), first_line(b.reason), _where(b.user_stack[-1]) if b.user_stack else "?", b.reason)
         for b in out.break_reasons
     ]
-    return CaptureReport(out.graph_count, out.graph_break_count, out.op_count, breaks, list(out.graphs))
+    return CaptureReport(out.graph_count, out.graph_break_count, out.op_count, breaks, list(out.graphs), out)
 
 
 def describe_exception(exc: BaseException) -> str:
-    """``ExceptionType [GB id]: first line`` for a compiler error, without paths."""
+    """``ExceptionType [GB id]: message`` for a compiler error: torch's whole message, the id in front."""
     name = type(exc).__name__
     gb = gb_id(str(exc))
     tag = f" [{gb}]" if gb != "-" else ""
-    return f"{name}{tag}: {first_line(str(exc))}"
+    return f"{name}{tag}: {str(exc).strip()}"
 
 
 # ---------------------------------------------------------------- recompiles
@@ -107,11 +125,13 @@ _ENTRY = re.compile(r"^\s*- (\d+)/(\d+): (.*)$")
 
 
 def normalize_recompile_message(message: str) -> list[str]:
-    """Reduce one ``recompiles`` log record to stable lines.
+    """One line per guard failure of a ``recompiles`` log record: an index, not a replacement.
 
-    Keeps the function name and each guard failure (with the index of the
-    cached variant it was checked against); drops file paths, source-line
-    comments, frame ids and the user stack trace.
+    Keeps the function name and each guard failure whole, ``#`` notes
+    included (the source line, or why the guard exists, e.g. 0/1
+    specialisation); drops the file path of the function and the frame ids.
+    ``RecompileLog`` prints torch's records themselves; this view is for code
+    that classifies them.
     """
     lines: list[str] = []
     for raw in message.splitlines():
@@ -121,8 +141,7 @@ def normalize_recompile_message(message: str) -> list[str]:
             continue
         entry = _ENTRY.match(raw)
         if entry:
-            guard = entry.group(3).split("  #")[0].rstrip()
-            guard = re.sub(r"\s+#.*$", "", guard)
+            guard = entry.group(3).rstrip()
             lines.append(f"  variant {entry.group(2)} failed: {guard}")
     return lines
 
@@ -153,7 +172,8 @@ class RecompileLog:
         return out
 
     def __str__(self) -> str:
-        return "\n".join(self.lines()) if self.messages else "no recompiles logged"
+        """torch's records as torch wrote them, one after another."""
+        return "\n".join(m.rstrip() for m in self.messages) if self.messages else "no recompiles logged"
 
 
 @contextlib.contextmanager
@@ -229,15 +249,12 @@ def _signature(args) -> str:
 def call_without_recompile(compiled_fn, *args, **kwargs) -> str:
     """Call under ``set_stance("fail_on_recompile")`` and say what happened.
 
-    Returns ``"ok: reused a cached graph"`` or the normalized error that
-    PyTorch raised because the call would have needed a recompile.
+    Returns ``"ok: reused a cached graph"`` or, whole, the error that PyTorch
+    raised because the call would have needed a recompile.
     """
     try:
         with apply_log_policy(), torch.compiler.set_stance("fail_on_recompile"):
             compiled_fn(*args, **kwargs)
     except RuntimeError as exc:
-        text = str(exc)
-        lines = [f"{type(exc).__name__}: {first_line(text).split(' filename:')[0]}"]
-        lines += normalize_recompile_message("\n".join(text.splitlines()[1:]))
-        return "\n".join(lines)
+        return f"{type(exc).__name__}: {str(exc).rstrip()}"
     return "ok: reused a cached graph"
