@@ -76,6 +76,20 @@ def student_notebook(exercise: Exercise):
     return nb
 
 
+def answered_notebook(exercise: Exercise):
+    """The student copy with the model answers put back: what a perfect submission looks like.
+
+    Used to warm the compile cache (and prove the verdicts) before a class is graded, and by the
+    sample maker and the tests."""
+    nb = student_notebook(exercise)
+    model = exercise.by_id()
+    for cell in nb.cells:
+        cid = cell.metadata.get("course", {}).get("id")
+        if cid in model and model[cid].kind in (CellKind.SOLUTION, CellKind.ANSWER):
+            cell.source = model[cid].source
+    return nb
+
+
 def render(source_path: Path) -> str:
     """The exercise notebook's exact file text for one solution notebook."""
     return nbformat.writes(student_notebook(Exercise.load(source_path))) + "\n"

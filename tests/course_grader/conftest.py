@@ -8,7 +8,6 @@ sandbox's ``GradingHost`` where a test is about the trusted pipeline only.
 
 from __future__ import annotations
 
-import copy
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import nbformat
 import pytest
 
 from course_grader.model import Exercise, load_exercises
-from course_grader.release import student_notebook
+from course_grader.release import answered_notebook, student_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -57,16 +56,9 @@ def exercise(exercises) -> Exercise:
     return exercises["ex01"]
 
 
-def student_copy(ex: Exercise, answered: bool) -> dict:
-    """A submission as a student would hand it in: the released copy, with the model answers put back when ``answered``."""
-    nb = student_notebook(ex)
-    if answered:
-        model = ex.by_id()
-        for cell in nb.cells:
-            cid = cell.metadata.get("course", {}).get("id")
-            if cid in model and model[cid].kind in ("solution", "answer"):
-                cell.source = model[cid].source
-    return copy.deepcopy(nb)
+def student_copy(ex: Exercise, answered: bool):
+    """A submission as a student would hand it in: the released copy, answered with the model answers or not."""
+    return answered_notebook(ex) if answered else student_notebook(ex)
 
 
 @pytest.fixture
@@ -93,7 +85,7 @@ class FakeKernel:
     def __init__(self, log):
         self.log = log
 
-    def run_cell(self, source: str):
+    def run_cell(self, source: str, cell_id: str = ""):
         from course_grader.status import CellStatus
 
         self.log.append(source)

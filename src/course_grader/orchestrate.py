@@ -1,0 +1,543 @@
+"""``grade_class``: the one function that grades a folder of submissions.
+
+Called by ``course grade`` (cli.py), by the sample grading of ``course run``
+(:func:`grade_samples`) and by the benchmarks. Per submission:
+
+1. **load** (``discover`` + ``load``): lstat first, size before hash; a bad file is
+   a rejection with its reason, never a grader fault;
+2. **integrity**: cells matched by course id, locked and test cells taken from the
+   exercise, findings reported; a flag voids the points until an instructor clears it;
+3. **feedback run**: the assembled notebook (locked code, the student's cells, the
+   public tests; never a hidden test) runs in ``host.notebook_kernel()``. Its output
+   and errors are shown to the student and never change a score;
+4. **verdicts**: ``course_grader.exercises.<exNN>.grade(GradeContext(...))`` computes
+   one ``TestVerdict`` per graded test cell in this (trusted) process, from data
+   replied by measuring children. A hidden test keeps only id, points and pass/fail.
+
+A measuring child that timed out or died gets the whole submission re-graded once,
+alone (after every other job has finished), before its result counts; the reason
+then says whether the student's code used up a limit or the grader failed. A grader
+failure is never recorded as a grade: the attempt is reported as a fault and the
+command fails, so a re-run grades it.
+
+Before any student is graded, each involved exercise's own model answers are graded
+inside ``host.warming()``: that fills the compile cache the kernels then share
+read-only, and proves the exercise's verdicts work. A model answer without full auto
+marks stops the run with a clear error (a grader fault, not the students').
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from compile_course.paths import BUILD, ROOT, SOLUTIONS
+
+from . import GRADER_VERSION
+from .discover import Candidate, choose, discover
+from .export import export_grades, export_review
+from .feedback import render_all
+from .gradebook import AnswerItem, Attempt, CellRecord, Gradebook, TestResult, attempt_key
+from .integrity import Checked, check
+from .load import MAX_FILE_BYTES, Loaded, read_submission
+from .model import Exercise, ExerciseFormatError, load_exercises
+from .release import answered_notebook
+from .status import AttemptStatus, CellStatus, FaultKind, TestStatus
+
+CELL_OUTPUT_CHARS = 20_000
+MAX_NOTES = 20
+STUDENT_FAULT_TEXT = {
+    FaultKind.CPU_TIME: "used up its CPU time",
+    FaultKind.WALL_TIME: "ran past the wall-clock limit without finishing (waiting, not computing)",
+    FaultKind.MEMORY: "ran out of memory",
+    FaultKind.PIDS: "started more processes or threads than allowed",
+    FaultKind.OUTPUT: "printed more than the output limit",
+    FaultKind.CRASHED: "ended its own process",
+    FaultKind.PROTOCOL: "made the measuring process reply with something that is not data",
+}
+
+
+class GraderError(RuntimeError):
+    """The grader cannot grade this run at all (unreadable solutions, a model answer that fails)."""
+
+
+@dataclass
+class Timing:
+    path: str
+    seconds: float          # wall time of the whole submission (feedback run + verdicts)
+    student_cpu_s: float    # CPU time the feedback kernel reported for the student's own cells
+    verdict_s: float
+
+
+@dataclass
+class ClassReport:
+    out_dir: Path
+    gradebook: Path
+    graded: list[Attempt] = field(default_factory=list)      # recorded in this run
+    skipped: int = 0                                        # unchanged since an earlier run
+    unattributed: list[str] = field(default_factory=list)   # files no student could be told from
+    duplicates: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)       # folders that could not be read
+    faults: list[str] = field(default_factory=list)         # grader faults: the command fails
+    retried: list[str] = field(default_factory=list)
+    timings: list[Timing] = field(default_factory=list)
+    warm_s: float = 0.0
+    total_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.faults
+
+
+# ---------------------------------------------------------------- the grading context
+
+
+def _verdict_module(ex: Exercise):
+    """``(grade, harness)`` for an exercise: ``course_grader.exercises.<exNN>``."""
+    module = importlib.import_module(f"course_grader.exercises.{ex.id}")
+    return module.grade, getattr(module, "HARNESS", ex.id)
+
+
+class _Measurer:
+    """``ctx.measure`` for one submission: GradingHost.measure, remembering every fault."""
+
+    def __init__(self, host, harness: str):
+        self.host, self.harness = host, harness
+        self.faults: list[tuple[str, Any]] = []
+        self.seconds = 0.0
+
+    def __call__(self, entry: str, payload: dict) -> dict:
+        from .sandbox import SandboxFault
+
+        start = time.perf_counter()
+        try:
+            return self.host.measure(self.harness, entry, payload)
+        except SandboxFault as fault:
+            self.faults.append((entry, fault))
+            raise
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- one submission
+
+
+@dataclass
+class _Job:
+    cand: Candidate
+    loaded: Loaded
+    ex: Exercise
+    key: str
+    ignored: list[str]
+
+
+def _cap(text: str | None, limit: int = CELL_OUTPUT_CHARS) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
+
+
+def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], float]:
+    """Run the assembled notebook for the student's information. ``(cells, notes, student cpu s)``."""
+    records: list[CellRecord] = []
+    notes: list[str] = []
+    student_cpu = 0.0
+    if not checked.run_cells:
+        return records, notes, student_cpu
+    from .sandbox import SandboxFault
+
+    try:
+        with host.notebook_kernel() as kernel:
+            stopped = None
+            for cell in checked.run_cells:
+                if stopped is not None:
+                    records.append(CellRecord(cell.label, CellStatus.NOT_RUN, "", f"not run: {stopped}"))
+                    continue
+                result = kernel.run_cell(cell.source, cell.label)
+                status = CellStatus(result.status)
+                if cell.role in ("solution", "student"):
+                    student_cpu += float(result.cpu_s or 0.0)
+                records.append(CellRecord(cell.label, status, _cap(result.output), _cap(result.error)))
+                if status is CellStatus.ERROR and cell.role in ("solution", "student") and len(notes) < MAX_NOTES:
+                    first = (result.error or "an error").strip().splitlines()[0][:300] if (result.error or "").strip() else "an error"
+                    notes.append(f"{cell.label} raised {first}")
+                elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
+                    what = "used up its CPU time" if status is CellStatus.TIMEOUT else "ended the kernel"
+                    notes.append(f"{cell.label} {what}" + (f": {result.error.strip().splitlines()[0][:300]}"
+                                                           if (result.error or "").strip() else ""))
+                    stopped = f"{cell.label} {what}"
+    except SandboxFault as fault:
+        notes.append(f"the feedback run could not be completed ({fault.kind}: {fault.detail[:200]}); "
+                     "it never affects your score")
+    return records, notes, student_cpu
+
+
+def verdicts(ex: Exercise, checked: Checked, host, verdict_for) -> tuple[list[TestResult], list[tuple[str, Any]], float]:
+    """One ``TestResult`` per graded test cell, in the exercise's order; plus the measuring faults.
+
+    Raises ``GraderError`` when the exercise's verdict code misbehaves (missing or unknown test ids,
+    wrong types, an exception of its own)."""
+    if not ex.tests:
+        return [], [], 0.0
+    grade, harness = verdict_for(ex)
+    measurer = _Measurer(host, harness)
+    from .context import AnswerError, GradeContext
+    from .sandbox import SandboxFault
+
+    context = GradeContext(ex, dict(checked.cells), measurer)
+
+    try:
+        got = grade(context)
+    except SandboxFault as fault:
+        # the verdict code let a measuring fault through: every test of the submission waits on it
+        if not measurer.faults:
+            measurer.faults.append(("grade", fault))
+        reason = f"not measured: {fault.kind}"
+        return [TestResult(t.course_id, t.hidden, t.points, TestStatus.NOT_RUN, "" if t.hidden else reason)
+                for t in ex.tests], measurer.faults, measurer.seconds
+    except AnswerError as exc:  # the verdict code should catch it per test; if not, it fails them all
+        return [TestResult(t.course_id, t.hidden, t.points, TestStatus.FAILED, "" if t.hidden else str(exc)[:2000])
+                for t in ex.tests], measurer.faults, measurer.seconds
+    except Exception as exc:  # noqa: BLE001 - the verdict code is the grader's: its failure is a grader fault
+        raise GraderError(f"{ex.id} verdict code failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    by_id: dict[str, Any] = {}
+    for v in got or []:
+        tid = getattr(v, "test_id", None)
+        if not isinstance(tid, str) or tid in by_id:
+            raise GraderError(f"{ex.id} verdict code returned a bad or repeated test id {tid!r}")
+        if type(getattr(v, "passed", None)) is not bool or not isinstance(getattr(v, "message", ""), str):
+            raise GraderError(f"{ex.id} verdict for {tid}: passed must be a bool and message a str")
+        by_id[tid] = v
+    expected = [t.course_id for t in ex.tests]
+    if set(by_id) != set(expected):
+        raise GraderError(f"{ex.id} verdict code answered {sorted(by_id)}, the exercise grades {expected}")
+    results = []
+    for t in ex.tests:
+        v = by_id[t.course_id]
+        results.append(TestResult(t.course_id, t.hidden, t.points, TestStatus.PASSED if v.passed else TestStatus.FAILED,
+                                  "" if t.hidden else (v.message or "")[:4000]))
+    return results, measurer.faults, measurer.seconds
+
+
+def _fault_reason(faults: list[tuple[str, Any]]) -> tuple[bool, str]:
+    """``(grader's fault, reason for the student)`` for the faults of a submission's final run."""
+    for entry, fault in faults:
+        if FaultKind(fault.kind) is FaultKind.GRADER:
+            return True, f"the grader failed while measuring {entry} ({fault.detail[:200]}); this is not your fault"
+    entry, fault = faults[0]
+    text = STUDENT_FAULT_TEXT.get(FaultKind(fault.kind), str(fault.kind))
+    return False, (f"your code {text} while the grader measured {entry}"
+                   f"{': ' + fault.detail[:200] if fault.detail else ''} (confirmed by a second run, alone)")
+
+
+def grade_submission(job: _Job, host, verdict_for, final: bool) -> tuple[Attempt | None, Timing | None, bool]:
+    """``(attempt, timing, needs a second run alone)``; the attempt is None when it must be re-run."""
+    start = time.perf_counter()
+    cand, ex = job.cand, job.ex
+    attempt = Attempt(job.key, cand.student, ex.id, ex.name, ex.title, cand.rel, job.loaded.sha256, ex.sha256,
+                      AttemptStatus.GRADED, auto_possible=ex.auto_points, manual_possible=ex.manual_points,
+                      notices=list(job.loaded.notices))
+    checked = check(ex, job.loaded.notebook)
+    if checked.reject:
+        attempt.status, attempt.reason = AttemptStatus.REJECTED, checked.reject
+        return attempt, None, False
+    attempt.flags = [f.line() for f in checked.flags]
+    attempt.notices += [f.line() for f in checked.notices]
+    attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""), c.rubric, c.points)
+                       for c in ex.answers]
+    attempt.cells, attempt.notes, student_cpu = feedback_run(host, checked)
+    tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for)
+    if faults and not final:
+        return None, None, True
+    attempt.tests = tests
+    if faults:
+        grader_fault, reason = _fault_reason(faults)
+        if grader_fault:
+            attempt.status, attempt.reason = AttemptStatus.FAULT, reason
+            return attempt, None, False
+        attempt.reason = reason
+    if attempt.flags:
+        for t in attempt.tests:
+            if t.status is TestStatus.PASSED:
+                t.status = TestStatus.VOIDED
+        attempt.status = AttemptStatus.FLAGGED
+        attempt.reason = (f"flagged for the instructor: {attempt.flags[0]}"
+                          + (f" (+{len(attempt.flags) - 1} more)" if len(attempt.flags) > 1 else ""))
+    elif not attempt.reason and attempt.auto_score == 0 and attempt.notes and ex.tests:
+        attempt.reason = attempt.notes[0]
+    attempt.seconds = time.perf_counter() - start
+    return attempt, Timing(cand.rel, attempt.seconds, student_cpu, verdict_s), False
+
+
+def _rejected(cand: Candidate, loaded: Loaded, ex: Exercise | None, exercises: dict[str, Exercise], reason: str) -> Attempt:
+    exercise = cand.exercise or ""
+    key = attempt_key(cand.student, exercise or cand.rel, loaded.sha256 or f"unread:{reason}",
+                      ex.sha256 if ex else "", GRADER_VERSION)
+    return Attempt(key, cand.student, exercise or cand.rel, ex.name if ex else "", ex.title if ex else "", cand.rel,
+                   loaded.sha256, ex.sha256 if ex else "", AttemptStatus.REJECTED, reason,
+                   auto_possible=ex.auto_points if ex else 0.0, manual_possible=ex.manual_points if ex else 0.0,
+                   notices=list(loaded.notices))
+
+
+# ---------------------------------------------------------------- the class
+
+
+def instructor_paths(solutions: Path, *extra: Path) -> list[Path]:
+    """Folders no kernel may see: the hidden tests, the grader's own package, the course's .git,
+    build/ and tests/, plus ``extra`` (the output folder, the gradebook's folder, the submissions)."""
+    paths = [solutions, ROOT / "src" / "course_grader", ROOT / ".git", ROOT / "build", ROOT / "tests", *extra]
+    return sorted({Path(p).resolve() for p in paths if Path(p).resolve() != Path("/")})
+
+
+def default_out_dir(submissions_dir: Path) -> Path:
+    return BUILD / "grading" / Path(submissions_dir).resolve().name
+
+
+def _default_host(hide: list[Path], compile_cache: Path | None, limits):
+    from .sandbox import GradingHost, Limits
+
+    return GradingHost(hide=hide, compile_cache=compile_cache, limits=limits or Limits())
+
+
+def _plan(subs: Path, exercises: dict[str, Exercise], only: str | None, max_bytes: int, report: ClassReport):
+    """Find and read every submission; choose one per (student, exercise). ``(groups, loaded)``."""
+    candidates, problems = discover(subs)
+    report.problems += problems
+    if only:
+        candidates = [c for c in candidates if c.exercise == only]
+    loaded: dict[str, Loaded] = {}
+    groups: dict[tuple[str, str], list[Candidate]] = {}
+    for cand in candidates:
+        try:
+            loaded[cand.rel] = read_submission(cand, max_bytes)
+        except Exception as exc:  # noqa: BLE001 - a bad file is a rejection, never a stopped batch
+            loaded[cand.rel] = Loaded(cand, reason=f"cannot be read ({type(exc).__name__})")
+        if cand.student is None:
+            report.unattributed.append(f"{cand.rel}: {cand.reason or loaded[cand.rel].reason}")
+            continue
+        groups.setdefault((cand.student, cand.exercise or cand.rel), []).append(cand)
+
+    def gradable(c: Candidate) -> bool:
+        return loaded[c.rel].ok and c.exercise in exercises
+
+    chosen = []
+    for (student, exercise), group in sorted(groups.items()):
+        counted, ignored = choose(group, gradable)
+        if ignored:
+            report.duplicates.append(f"{student}/{exercise}: {len(group)} files; counted {counted.rel}, "
+                                     f"ignored {', '.join(c.rel for c in ignored)}")
+        chosen.append((counted, [c.rel for c in ignored]))
+    return chosen, loaded
+
+
+def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook: Path | None = None,
+                solutions: Path = SOLUTIONS, exercise: str | None = None, jobs: int = 1, limits=None,
+                progress: bool = True, warm: bool = True, max_file_bytes: int = MAX_FILE_BYTES,
+                host_factory: Callable | None = None, verdict_for: Callable | None = None,
+                title: str | None = None) -> ClassReport:
+    """Grade every submission in ``submissions_dir``; results go to ``out_dir`` only.
+
+    ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
+    exist for tests; by default they are the sandbox's ``GradingHost`` and
+    ``course_grader.exercises.<exNN>``. Raises ``GraderError`` when nothing can be graded
+    correctly (solutions unreadable, a model answer short of full marks)."""
+    t0 = time.perf_counter()
+    subs = Path(submissions_dir)
+    out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
+    gradebook = Path(gradebook) if gradebook else out_dir / "gradebook.sqlite"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        exercises = load_exercises(solutions)
+    except (OSError, ExerciseFormatError) as exc:
+        raise GraderError(f"cannot read the solutions: {exc}") from exc
+    if not exercises:
+        raise GraderError(f"no exNN_*.ipynb in {solutions}")
+    if exercise and exercise not in exercises:
+        raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
+    verdict_for = verdict_for or _verdict_module
+    host_factory = host_factory or _default_host
+    report = ClassReport(out_dir, gradebook)
+
+    with Gradebook(gradebook) as book:
+        chosen, loaded = _plan(subs, exercises, exercise, max_file_bytes, report)
+        todo: list[_Job] = []
+        for cand, ignored in chosen:
+            ld = loaded[cand.rel]
+            ex = exercises.get(cand.exercise or "")
+            if ex is None or not ld.ok:
+                reason = ld.reason or (f"no exercise matches this file name (known: {', '.join(exercises)})"
+                                       if cand.exercise else cand.reason or "the file name names no exercise")
+                attempt = _rejected(cand, ld, ex, exercises, reason)
+                if book.record(attempt, GRADER_VERSION):
+                    report.graded.append(attempt)
+                else:
+                    report.skipped += 1
+                book.set_current(attempt.student, attempt.exercise, attempt.key, ignored)
+                continue
+            key = attempt_key(cand.student, ex.id, ld.sha256, ex.sha256, GRADER_VERSION)
+            if book.has(key):
+                report.skipped += 1
+                book.set_current(cand.student, ex.id, key, ignored)
+            else:
+                todo.append(_Job(cand, ld, ex, key, ignored))
+
+        if todo:
+            hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
+            with ExitStack() as stack:
+                cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
+                if cache is not None:
+                    stack.callback(shutil.rmtree, cache, True)
+                host = stack.enter_context(host_factory(hide, cache, limits))
+                if warm:
+                    w0 = time.perf_counter()
+                    _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress)
+                    report.warm_s = time.perf_counter() - w0
+                _grade_jobs(todo, host, verdict_for, jobs, progress, book, report)
+
+        students = {cand.student for cand, _ in chosen}
+        render_all(book, out_dir, exercise, students, title or f"Grades: {subs.resolve().name}")
+        export_grades(book, out_dir / "grades.csv", exercise, students)
+        export_review(book, out_dir / "review.csv", exercise, students)
+        if report.unattributed:
+            (out_dir / "unattributed.txt").write_text("\n".join(report.unattributed) + "\n", encoding="utf-8")
+    report.total_s = time.perf_counter() - t0
+    return report
+
+
+def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict_for, progress: bool) -> None:
+    """Grade each exercise's model answers inside ``host.warming()``; stop unless each gets full auto marks."""
+    with host.warming():
+        for eid in exercise_ids:
+            ex = exercises[eid]
+            if not ex.tests:
+                continue
+            if progress:
+                print(f"warming the compile cache: {ex.name}", file=sys.stderr)
+            nb = answered_notebook(ex)
+            cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
+            job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
+            attempt, _, _ = grade_submission(job, host, verdict_for, final=True)
+            if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
+                detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
+                                   for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)
+                raise GraderError(f"the model answers of {ex.name} do not get full marks "
+                                  f"({attempt.auto_score if attempt else 0:g}/{ex.auto_points:g}; "
+                                  f"{attempt.reason if attempt else ''} {detail}); nothing was graded")
+
+
+def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, book: Gradebook,
+                report: ClassReport) -> None:
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), unit="nb", desc="grading", file=sys.stderr, dynamic_ncols=True)
+    retry: list[_Job] = []
+
+    def finish(job: _Job, result) -> None:
+        attempt, timing, again = result
+        if again:
+            retry.append(job)
+            return
+        if attempt.status is AttemptStatus.FAULT:
+            report.faults.append(f"{job.cand.rel}: {attempt.reason}")
+        else:
+            if book.record(attempt, GRADER_VERSION):
+                report.graded.append(attempt)
+            book.set_current(attempt.student, attempt.exercise, attempt.key, job.ignored)
+            if timing:
+                report.timings.append(timing)
+        if bar:
+            bar.update(1)
+
+    def run(job: _Job, final: bool):
+        try:
+            return grade_submission(job, host, verdict_for, final)
+        except GraderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug in the grader, not in the submission
+            raise GraderError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        pending = {pool.submit(run, job, False): job for job in todo}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                job = pending.pop(fut)
+                try:
+                    finish(job, fut.result())
+                except GraderError as exc:
+                    report.faults.append(f"{job.cand.rel}: grader fault: {exc}")
+                    if bar:
+                        bar.update(1)
+    # Second runs, one at a time, with nothing else running.
+    for job in retry:
+        report.retried.append(job.cand.rel)
+        try:
+            finish(job, run(job, True))
+        except GraderError as exc:
+            report.faults.append(f"{job.cand.rel}: grader fault: {exc}")
+            if bar:
+                bar.update(1)
+    if bar:
+        bar.close()
+
+
+# ---------------------------------------------------------------- the bundled samples
+
+
+def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
+    """Every way the gradebook disagrees with the samples' expectations (``{file name: {...}}``)."""
+    import re
+
+    rows = {Path(r["path"]).name: r for r in book.current()}
+    problems = []
+    for fname, want in sorted(expected.items()):
+        r = rows.get(fname)
+        if r is None:
+            problems.append(f"{fname}: not graded")
+            continue
+        if r["status"] != want["status"]:
+            problems.append(f"{fname}: status {r['status']} (expected {want['status']}): {r['reason']}")
+        score, possible = r["auto_score"], r["auto_possible"]
+        ok = {"full": score == possible, "zero": score == 0, "partial": 0 < score < possible}[want["score"]]
+        if not ok:
+            problems.append(f"{fname}: {score:g}/{possible:g} (expected {want['score']})")
+        text = r["reason"] + " " + r["notes"]
+        if want.get("reason") and not re.search(want["reason"], text, re.I):
+            problems.append(f"{fname}: reason {r['reason']!r} does not mention {want['reason']!r}")
+    return problems
+
+
+def grade_samples(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutions: Path = SOLUTIONS,
+                  progress: bool = True, **kwargs) -> tuple[str, bool]:
+    """Regenerate the bundled samples from ``solutions`` into ``out_dir/submissions``, grade them with
+    :func:`grade_class` into ``out_dir`` (never a class's folder), and compare with their expectations.
+    ``(one-line summary, the grader worked and every sample got its expected verdict)``."""
+    from .samples import make_samples
+
+    out_dir = Path(out_dir)
+    subs = out_dir / "submissions"
+    shutil.rmtree(subs, ignore_errors=True)
+    expected = make_samples(Path(solutions), subs)
+    try:
+        report = grade_class(subs, out_dir, solutions=solutions, jobs=jobs, progress=progress,
+                             title="Bundled sample submissions", **kwargs)
+    except GraderError as exc:
+        return f"sample submissions: GRADER FAULT: {exc}", False
+    with Gradebook(report.gradebook) as book:
+        problems = check_expectations(book, expected) + [f"grader fault: {f}" for f in report.faults]
+    for p in problems:
+        print(f"  sample check: {p}")
+    wrong = {p.split(":")[0] for p in problems if not p.startswith("grader fault")}
+    where = out_dir.resolve().relative_to(ROOT) if out_dir.resolve().is_relative_to(ROOT) else out_dir
+    line = (f"sample submissions graded: {len(expected)} ({len(report.graded)} new, {report.skipped} unchanged), "
+            f"{len(expected) - len(wrong)} as expected{'' if not problems else f', {len(problems)} PROBLEMS'}   -> {where}/")
+    return line, not problems
