@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: course test lab outputs release grade bench clean-venv
+.PHONY: course test lab outputs release grade bench site clean-venv
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(STAMP)
 ## lab: open JupyterLab on the course
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
+
+## site: build the course site alone into build/site/ (Sphinx over the stored outputs, plus a tlparse report)
+site: $(STAMP)
+	$(BIN)/python -m compile_course.site.build
 
 ## outputs: re-execute notebooks and store their normalized outputs (the only writer of stored outputs)
 outputs: $(STAMP)

@@ -1,0 +1,44 @@
+"""Sphinx configuration of the course site (``course site`` / ``make site``).
+
+The build stages ``site/*.md``, ``notebooks/`` and ``exercises/`` into one
+source folder, so the notebooks' own relative links (``04_x.ipynb``,
+``../exercises/ex02_x.ipynb``) resolve to pages. Stored outputs are rendered
+as they are: nothing is executed. Nothing is loaded from the network: no
+launch buttons, no repository buttons, no math renderer from a CDN.
+"""
+
+project = "torch.compile: compilation and graph-break contracts"
+author = "the course authors"
+copyright = "the course authors"
+
+extensions = ["myst_nb", "compile_course.site.published_links"]
+root_doc = "index"
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]  # _build: Sphinx's output inside the stage
+
+# Render the outputs stored in the notebooks; never run a kernel.
+nb_execution_mode = "off"
+# Code cells keep their prompt-free look; stderr (none is stored) would be shown, not dropped.
+nb_output_stderr = "show"
+# Only the syntax the notebooks use: no dollar math, so a "$" in prose stays text.
+myst_enable_extensions = []
+myst_heading_anchors = 3
+suppress_warnings = ["mystnb.unknown_mime_type"]
+
+html_theme = "sphinx_book_theme"
+html_title = "torch.compile contracts"
+html_copy_source = False
+html_show_sourcelink = False
+html_theme_options = {
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "use_issues_button": False,
+    "use_edit_page_button": False,
+    "launch_buttons": {},
+    "navigation_with_keys": False,
+    "show_navbar_depth": 1,
+}
+# The notebooks carry no math, so Sphinx adds no MathJax script to any page
+# (it does so only on pages with equations). If one ever does, the build's
+# offline check (compile_course.site.build.remote_assets) fails on the CDN URL.

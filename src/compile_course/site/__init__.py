@@ -1,0 +1,1 @@
+"""The course site: ``build`` renders notebooks/ and exercises/ with Sphinx, ``tlparse_report`` adds torch's trace report."""
