@@ -1,0 +1,488 @@
+"""The grader's side of the sandbox: ``GradingHost``, ``NotebookKernel`` and ``measure``.
+
+One ``GradingHost`` per ``course grade`` run. It leases a block of uids (``uids.py``),
+finds this host's cgroups (``cgroups.py``) and starts the fork server (``template.py``).
+Every notebook kernel and every measuring request is a fresh run forked from that
+template, in its own PID, mount and network namespace and its own cgroup, under its own
+uid. The host watches each run from outside: replies must echo the request's nonce and
+pass ``protocol.decode``; CPU is read from the run's cgroup against the cell's budget; a
+wall-clock backstop catches code that waits; the raw output of the process is drained
+with a cap; the cgroup's OOM and pids counters say which limit ended a run.
+
+A fault the student's code caused comes back as data (``CellResult.fault``, or
+``SandboxFault`` with a student kind from ``measure``); a grader failure always raises
+``SandboxFault(FaultKind.GRADER, ...)`` so that it never costs a point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_grader import protocol
+from course_grader.protocol import (CellReply, Exited, Measure, MeasureReply, ProtocolError, Ready, RunCell,
+                                    Spawn, Started, Stop, TemplateReady)
+from course_grader.sandbox.cgroups import CgroupPlan, RunCgroup
+from course_grader.sandbox.limits import Limits
+from course_grader.sandbox.uids import UidLease
+from course_grader.status import CellStatus, FaultKind
+
+TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can take a minute
+RUN_START_S = 60.0           # fork + confinement + the IPython shell of one run
+STOP_WAIT_S = 5.0
+POLL_S = 0.1
+
+
+def _checkout() -> Path:
+    from compile_course.paths import ROOT
+
+    return ROOT
+
+
+def default_hidden() -> list[Path]:
+    """Instructor folders of the checkout that no run ever sees."""
+    root = _checkout()
+    return [root / "solutions", root / ".git", root / "build", root / "tests", root / "src" / "course_grader"]
+
+
+def harness_dir() -> Path:
+    return _checkout() / "src" / "course_grader" / "harness"
+
+
+class SandboxFault(Exception):
+    """A run produced no answer. ``kind.student_fault`` says whose fault; ``detail`` is for the student."""
+
+    def __init__(self, kind: FaultKind, detail: str):
+        super().__init__(detail)
+        self.kind, self.detail = kind, detail
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+@dataclass
+class CellResult:
+    status: CellStatus
+    output: str
+    error: str | None
+    cpu_s: float
+    fault: FaultKind | None = None        # set when a limit or a crash ended the kernel in this cell
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MB"
+
+
+class Template:
+    """The fork server process and its control socket."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair()
+        nonce = protocol.new_nonce()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-m", "course_grader.sandbox.template", str(theirs.fileno()), nonce],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+            cwd="/")
+        theirs.close()
+        self.sock, self.lock = ours, threading.Lock()
+        try:
+            self.ready = self._await_ready(nonce)
+        except (OSError, ProtocolError) as exc:
+            self.close()
+            raise SandboxFault(FaultKind.GRADER, f"the sandbox template did not start: {exc}") from None
+        self.notices = [] if self.ready.threads == 1 else [
+            f"the template had {self.ready.threads} threads when it forked (expected 1)"]
+
+    def _await_ready(self, nonce: str) -> TemplateReady:
+        reader = protocol.LineReader(self.sock.fileno(), cap=1 << 16)
+        deadline = time.monotonic() + TEMPLATE_START_S
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.sock.fileno(), selectors.EVENT_READ)
+            while (line := reader.next_line()) is None:
+                if time.monotonic() > deadline:
+                    raise ProtocolError(f"no answer in {TEMPLATE_START_S:.0f} s")
+                if sel.select(1.0) and not reader.feed():
+                    raise ProtocolError(f"it exited with status {self.proc.wait()}")
+        return protocol.decode(line, TemplateReady, nonce)
+
+    def spawn(self, spawn: Spawn, fds: list[int]) -> None:
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [protocol.encode(spawn)], fds)
+            except OSError as exc:
+                raise SandboxFault(FaultKind.GRADER, f"the sandbox template is gone ({exc})") from None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        try:
+            self.proc.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Run:
+    """One sandboxed process tree (reaper, init, worker), watched from the grader."""
+
+    def __init__(self, host: "GradingHost", mode: str, cpu_s_total: int, reveal: list[str]):
+        self.host, self.limits = host, host.limits
+        self.uid = host.uids.acquire() if host.uids else 0
+        self.cgroup: RunCgroup | None = None
+        self.init_pid = 0
+        self.exit_status: int | None = None
+        self.notices: list[str] = []
+        self.raw_total, self.raw_pending = 0, bytearray()
+        self.closed = False
+        fds_to_close: list[int] = []
+        try:
+            if host.plan.memory or host.plan.pids or host.plan.cpu:
+                self.cgroup = RunCgroup(host.plan, host.next_cgroup_name(), self.limits.memory_bytes, self.limits.pids)
+            chan_ours, chan_theirs = socket.socketpair()
+            out_r, out_w = os.pipe()
+            st_r, st_w = os.pipe()
+            fds_to_close = [chan_theirs.fileno(), out_w, st_w]
+            self.chan, self.out_fd, self.status_fd = chan_ours, out_r, st_r
+            self.spawn_nonce = protocol.new_nonce()
+            spawn = Spawn(
+                mode=mode, uid=self.uid, hide=[str(p) for p in host.hide], reveal=reveal,
+                cgroups=self.cgroup.join_paths if self.cgroup else [],
+                compile_cache=str(host.compile_cache) if host.compile_cache else "",
+                cache_writable=host.is_warming, cpu_s_total=cpu_s_total, file_bytes=self.limits.file_bytes,
+                open_files=self.limits.open_files, threads=self.limits.torch_threads, nonce=self.spawn_nonce,
+                memory_bytes=0 if host.plan.memory else self.limits.address_space_bytes)
+            host.ensure_template().spawn(spawn, fds_to_close)
+        except BaseException:
+            for fd in fds_to_close:
+                os.close(fd)
+            self.close()
+            raise
+        chan_theirs.close()
+        os.close(out_w)
+        os.close(st_w)
+        self.sel = selectors.DefaultSelector()
+        self.chan_reader = protocol.LineReader(self.chan.fileno())
+        self.status_reader = protocol.LineReader(self.status_fd, cap=1 << 16)
+        self.sel.register(self.chan.fileno(), selectors.EVENT_READ, "chan")
+        self.sel.register(self.out_fd, selectors.EVENT_READ, "out")
+        self.sel.register(self.status_fd, selectors.EVENT_READ, "status")
+        try:
+            self._await_start()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- watching ---------------------------------------------------------------------------
+
+    def _pump(self, timeout: float) -> None:
+        """Read whatever is ready on the three descriptors."""
+        for key, _ in self.sel.select(timeout):
+            if key.data == "chan":
+                if not self.chan_reader.feed():
+                    self.sel.unregister(key.fd)
+            elif key.data == "out":
+                chunk = os.read(self.out_fd, 1 << 16)
+                if not chunk:
+                    self.sel.unregister(key.fd)
+                    continue
+                self.raw_total += len(chunk)
+                room = self.limits.output_bytes - len(self.raw_pending)
+                if room > 0:
+                    self.raw_pending += chunk[:room]
+            else:
+                if not self.status_reader.feed():
+                    self.sel.unregister(key.fd)
+                    continue
+                while (line := self.status_reader.next_line()) is not None:
+                    kind = protocol.message_type(line)
+                    if kind == protocol.MessageType.STARTED:
+                        started = protocol.decode(line, Started, self.spawn_nonce)
+                        self.init_pid = started.pid
+                        self.notices += started.notices
+                    elif kind == protocol.MessageType.EXITED:
+                        self.exit_status = protocol.decode(line, Exited, self.spawn_nonce).status
+                    else:
+                        raise ProtocolError("unexpected message on the status pipe")
+
+    def _await_start(self) -> None:
+        deadline = time.monotonic() + RUN_START_S
+        while True:
+            line = self.chan_reader.next_line()
+            if line is not None:
+                try:
+                    protocol.decode(line, Ready, self.spawn_nonce)
+                except ProtocolError as exc:
+                    raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start: {exc}") from None
+                return
+            if self.init_pid == 0 and self.notices and any(n.startswith("confinement failed") for n in self.notices):
+                raise SandboxFault(FaultKind.GRADER, f"the sandbox could not be set up: {self.notices[-1]}")
+            if self.exit_status is not None or self.chan_reader.eof or time.monotonic() > deadline:
+                head = bytes(self.raw_pending[-600:]).decode(errors="replace").strip().replace("\n", " | ")
+                raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start (exit {self.exit_status}): {head}")
+            self._pump(POLL_S)
+
+    def cpu_used(self) -> float | None:
+        return self.cgroup.cpu_s() if self.cgroup else None
+
+    def request(self, message, expect: type, cpu_budget: float, wall_budget: float, where: str):
+        """Send ``message``; return its reply, or raise SandboxFault saying which limit ended the run."""
+        if self.closed or self.exit_status is not None:
+            raise SandboxFault(FaultKind.CRASHED, f"the kernel had already ended before {where}")
+        self.raw_pending.clear()
+        oom0 = self.cgroup.oom_kills() if self.cgroup else 0
+        pids0 = self.cgroup.pids_refused() if self.cgroup else 0
+        cpu0 = self.cpu_used()
+        start = time.monotonic()
+        try:
+            protocol.write_all(self.chan.fileno(), protocol.encode(message))
+        except OSError:
+            pass  # the run is gone: the checks below say why
+        while True:
+            try:
+                line = self.chan_reader.next_line()
+                if line is not None:
+                    reply = protocol.decode(line, expect, message.nonce)
+                    self._check_counters(oom0, pids0, where)
+                    return reply
+                self._pump(POLL_S)
+            except ProtocolError as exc:
+                self.kill()
+                raise SandboxFault(FaultKind.PROTOCOL, f"the kernel sent a malformed reply in {where} "
+                                   f"({exc}); did the code write to the grader's channel?") from None
+            self._check_counters(oom0, pids0, where)
+            if self.raw_total > self.limits.output_bytes_per_run:
+                self.kill()
+                raise SandboxFault(FaultKind.OUTPUT, f"your code wrote more than "
+                                   f"{_mb(self.limits.output_bytes_per_run)} of output by {where}")
+            cpu = self.cpu_used()
+            if cpu is not None and cpu0 is not None and cpu - cpu0 > cpu_budget:
+                self.kill()
+                raise SandboxFault(FaultKind.CPU_TIME, f"your code used {cpu_budget:.0f} s of CPU in {where}")
+            if time.monotonic() - start > wall_budget:
+                self.kill()
+                raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {wall_budget:.0f} s (wall clock) in {where} "
+                                   "without finishing; it was waiting, not computing")
+            if self.exit_status is not None or (self.chan_reader.eof and self._await_exit(2.0)):
+                self._check_counters(oom0, pids0, where)
+                raise self._death_fault(where, cpu_budget, cpu0)
+
+    def _check_counters(self, oom0: int, pids0: int, where: str) -> None:
+        if not self.cgroup:
+            return
+        if self.cgroup.oom_kills() > oom0:
+            self.kill()
+            raise SandboxFault(FaultKind.MEMORY, f"your code used more than {_mb(self.limits.memory_bytes)} "
+                               f"of memory in {where}")
+        if self.cgroup.pids_refused() > pids0:
+            self.kill()
+            raise SandboxFault(FaultKind.PIDS, f"your code tried to run more than {self.limits.pids} processes "
+                               f"or threads at once in {where}")
+
+    def _await_exit(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self.exit_status is None and time.monotonic() < deadline and self.sel.get_map():
+            self._pump(POLL_S)
+        return True
+
+    def _death_fault(self, where: str, cpu_budget: float, cpu0: float | None) -> SandboxFault:
+        status = self.exit_status
+        cpu = self.cpu_used()
+        if status in (128 + signal.SIGXCPU, -signal.SIGXCPU) or (
+                cpu is not None and cpu0 is not None and cpu - cpu0 >= cpu_budget):
+            return SandboxFault(FaultKind.CPU_TIME, f"your code used {cpu_budget:.0f} s of CPU in {where}")
+        if status is None:
+            how = "closed the grader's channel"
+        elif status > 128:
+            how = f"was killed by signal {signal.Signals(status - 128).name if status - 128 in signal.valid_signals() else status - 128}"
+        else:
+            how = f"exited with code {status}"
+        return SandboxFault(FaultKind.CRASHED, f"the kernel ended in {where}: the process {how}")
+
+    # -- ending -----------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        if self.cgroup:
+            self.cgroup.kill()
+        if self.init_pid > 0:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.init_pid, signal.SIGKILL)   # PID 1: the kernel ends its whole namespace
+            # Without a PID namespace the worker is the init itself, in its own session.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.init_pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if getattr(self, "sel", None) is not None:
+            with contextlib.suppress(OSError, ProtocolError):
+                protocol.write_all(self.chan.fileno(), protocol.encode(Stop()))
+            self.kill()
+            with contextlib.suppress(OSError, ProtocolError):
+                self._await_exit(STOP_WAIT_S)
+            self.sel.close()
+        for closer in (lambda: self.chan.close(), lambda: os.close(self.out_fd), lambda: os.close(self.status_fd)):
+            with contextlib.suppress(AttributeError, OSError):
+                closer()
+        if self.cgroup:
+            self.cgroup.remove()
+        if self.uid and self.host.uids:
+            self.host.uids.release(self.uid)
+
+
+class NotebookKernel:
+    """A fresh sandboxed IPython kernel; cells run one at a time with ``run_cell``."""
+
+    def __init__(self, host: "GradingHost"):
+        self.host, self.limits = host, host.limits
+        self.run: Run | None = None
+        self.fault: SandboxFault | None = None      # what ended the kernel, if a cell did
+        self.cells_run = 0
+
+    def __enter__(self) -> "NotebookKernel":
+        self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal=[])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.run:
+            self.run.close()
+
+    @property
+    def notices(self) -> list[str]:
+        return (self.run.notices if self.run else []) + self.host.notices
+
+    def run_cell(self, source: str, cell_id: str = "") -> CellResult:
+        """Run one cell. A student-caused end (limit, crash) is returned as data with ``fault`` set;
+        later cells then come back ``NOT_RUN``. Only a grader failure raises ``SandboxFault``."""
+        where = f"cell {cell_id}" if cell_id else f"cell {self.cells_run + 1}"
+        self.cells_run += 1
+        if self.fault is not None or self.run is None:
+            return CellResult(CellStatus.NOT_RUN, "", "an earlier cell ended the kernel", 0.0)
+        request = RunCell(cell_id=cell_id, source=source, cpu_s=self.limits.cpu_s_per_cell,
+                          output_bytes=self.limits.output_bytes)
+        cpu0 = self.run.cpu_used()
+        try:
+            reply: CellReply = self.run.request(request, CellReply, self.limits.cpu_s_per_cell,
+                                                self.limits.wall_s_backstop, where)
+        except SandboxFault as fault:
+            if not fault.kind.student_fault:
+                raise
+            self.fault = fault
+            cpu1 = self.run.cpu_used()
+            used = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else 0.0
+            status = CellStatus.TIMEOUT if fault.kind in (FaultKind.CPU_TIME, FaultKind.WALL_TIME) else CellStatus.DIED
+            output = bytes(self.run.raw_pending).decode("utf-8", "replace")
+            self.run.close()
+            return CellResult(status, output, fault.detail, round(used, 3), fault.kind)
+        if reply.status not in (CellStatus.OK, CellStatus.ERROR):
+            self.fault = SandboxFault(FaultKind.PROTOCOL, f"the kernel sent an unknown status in {where}")
+            self.run.close()
+            return CellResult(CellStatus.DIED, "", self.fault.detail, 0.0, FaultKind.PROTOCOL)
+        output = reply.output
+        if self.run.raw_pending:
+            output += bytes(self.run.raw_pending).decode("utf-8", "replace")
+        if reply.dropped_bytes:
+            output = output[: self.limits.output_bytes] + f"\n[output truncated: {reply.dropped_bytes} more bytes]"
+        return CellResult(CellStatus(reply.status), output[: self.limits.output_bytes + 200], reply.error,
+                          float(reply.cpu_s))
+
+
+class GradingHost:
+    """Sandbox resources for one grading run; a context manager (see the module docstring)."""
+
+    def __init__(self, hide: list[Path] | None = None, compile_cache: Path | None = None,
+                 limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.hide = list(dict.fromkeys([*default_hidden(), *(Path(p) for p in hide or [])]))
+        self.compile_cache = Path(compile_cache).resolve() if compile_cache else None
+        self.is_warming = False
+        self.uids: UidLease | None = None
+        self.template: Template | None = None
+        self.plan = CgroupPlan()
+        self.notices: list[str] = []
+        self._names = itertools.count()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "GradingHost":
+        try:
+            if os.geteuid() == 0:
+                self.uids = UidLease()
+                self.plan = CgroupPlan.detect()
+            else:
+                self.notices.append("not root: runs keep the grader's uid and have no namespaces or cgroups")
+            self.notices += self.plan.notices
+            if self.compile_cache:
+                self.compile_cache.mkdir(parents=True, exist_ok=True)
+            self.ensure_template()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.template:
+            self.template.close()
+            self.template = None
+        if self.uids:
+            self.uids.close()
+
+    @property
+    def uid_block(self) -> range:
+        return range(self.uids.first, self.uids.first + 32) if self.uids else range(0)
+
+    def ensure_template(self) -> Template:
+        """The running template; restarted once if it died (a grader fault for the run that saw it)."""
+        with self._lock:
+            if self.template is None or not self.template.alive():
+                if self.template is not None:
+                    self.template.close()
+                self.template = Template()
+                self.notices += [n for n in self.template.notices if n not in self.notices]
+            return self.template
+
+    def next_cgroup_name(self) -> str:
+        with self._lock:
+            block = self.uids.block if self.uids else os.getpid()
+            return f"course-grader-{block}-{os.getpid()}-{next(self._names)}"
+
+    def notebook_kernel(self) -> NotebookKernel:
+        return NotebookKernel(self)
+
+    def measure(self, harness: str, entry: str, payload: dict) -> dict:
+        """``course_grader.harness.<harness>.<entry>(payload)`` in a fresh measuring child."""
+        protocol.check_json(payload)
+        run = Run(self, "measure", self.limits.cpu_s_per_cell, reveal=[str(harness_dir())])
+        try:
+            reply: MeasureReply = run.request(Measure(harness=harness, entry=entry, payload=payload), MeasureReply,
+                                              self.limits.cpu_s_per_cell, self.limits.wall_s_backstop,
+                                              f"the measurement {harness}.{entry}")
+        finally:
+            run.close()
+        if not reply.ok or reply.reply is None:
+            raise SandboxFault(FaultKind.CRASHED, f"the measured code failed: {reply.error}")
+        return reply.reply
+
+    @contextlib.contextmanager
+    def warming(self):
+        """Runs started inside may write the compile cache; afterwards they see a private copy-on-write view."""
+        if self.compile_cache is None:
+            raise ValueError("this GradingHost has no compile cache to warm")
+        self.is_warming = True
+        try:
+            yield self
+        finally:
+            self.is_warming = False

@@ -1,0 +1,181 @@
+"""The fork server: imports torch once, then forks one confined run per request.
+
+Started by ``GradingHost`` as ``python -I -m course_grader.sandbox.template CONTROL_FD``.
+Before announcing itself it imports torch, torch._dynamo, inductor's compile path, IPython's
+InteractiveShell and the student-facing ``compile_course`` helpers, and nothing from
+solutions, hidden tests or ``course_grader.harness``; it never runs student code itself.
+It checks that it is single-threaded (forking a process that has other threads can copy a
+held lock), so the BLAS/OpenMP pools are pinned to one thread before torch is imported.
+
+Each ``Spawn`` request arrives on the control socket with three descriptors (the run's
+request/reply socket, its raw output pipe, the reaper's status pipe). The template forks
+the run's reaper (see ``confine.py`` for the three processes of a run) and goes back to
+waiting. It exits when the control socket closes, that is when the grader ends, and its
+death kills every reaper (``PR_SET_PDEATHSIG``), whose death kills its namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+
+from course_grader import protocol  # noqa: E402
+from course_grader.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
+from course_grader.sandbox import confine, kernel, measure  # noqa: E402  (loaded before any mount hides them)
+
+STUDENT_MODULES = ["compile_course", "compile_course.comparison", "compile_course.diagnostics",
+                   "compile_course.timing", "compile_course.boundary", "compile_course.session",
+                   "compile_course.quiet", "compile_course.checks"]
+PRELOAD = ["torch", "torch._dynamo", "torch._dynamo.testing", "torch._inductor.compile_fx",
+           "torch._inductor.codecache", "IPython.core.interactiveshell", "traitlets.config",
+           *STUDENT_MODULES]
+
+
+def preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # a helper module the course does not have (yet): students import what exists
+
+
+def thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+# --- inside a run ----------------------------------------------------------------------------
+
+def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
+    """The run's first process, in the host's PID namespace; trusted (never runs student code)."""
+    confine.die_with_parent()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the template ignores it; we wait for our child
+    notices: list[str] = []
+    try:
+        confine.join_cgroups(spawn.cgroups)
+        notices += confine.unshare_namespaces()
+        if confine.is_root() and not any(n.startswith("no mount") for n in notices):
+            notices += confine.build_mounts(spawn.hide, spawn.reveal, confine.course_paths(),
+                                            spawn.compile_cache, spawn.cache_writable, spawn.uid)
+    except Exception as exc:  # the run must not start half-confined
+        protocol.write_all(status_fd, protocol.encode(Started(pid=0, notices=[f"confinement failed: {exc}"],
+                                                              nonce=spawn.nonce)))
+        os._exit(70)
+    pid = os.fork()
+    if pid == 0:
+        os.close(status_fd)
+        init(spawn, chan_fd, out_fd)
+    os.close(chan_fd)
+    os.close(out_fd)
+    protocol.write_all(status_fd, protocol.encode(Started(pid=pid, notices=notices, nonce=spawn.nonce)))
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    protocol.write_all(status_fd, protocol.encode(Exited(status=code, nonce=spawn.nonce)))
+    os._exit(0)
+
+
+def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
+    """PID 1 of the run's namespace: mounts /proc, starts the worker, reaps, exits with its status."""
+    confine.die_with_parent()
+    if os.getpid() != 1:  # no PID namespace: nothing to be init of
+        worker(spawn, chan_fd, out_fd)
+    confine.mount_proc()
+    worker_pid = os.fork()
+    if worker_pid == 0:
+        worker(spawn, chan_fd, out_fd)
+    os.close(chan_fd)
+    os.close(out_fd)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        if pid == worker_pid:
+            # Ending PID 1 kills everything else in the namespace. A signal becomes 128 + its number.
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(128 - code if code < 0 else code)
+
+
+def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
+    """Applies the last limits, drops privileges, then serves the run's requests."""
+    try:
+        os.setsid()
+        devnull = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        confine.close_fds_except({0, 1, 2, chan_fd})
+        env = confine.child_environment(cache=bool(spawn.compile_cache))
+        os.environ.clear()
+        os.environ.update(env)
+        if not os.path.isdir(confine.WORKDIR):  # no mount namespace: a private folder of our own
+            import tempfile
+
+            confine.WORKDIR = tempfile.mkdtemp(prefix="course-grader-run-")
+            os.environ.update(HOME=confine.WORKDIR)
+        os.chdir(confine.WORKDIR)
+        if spawn.cache_writable:
+            os.umask(0)  # entries a warming run writes must be readable and copy-up-able by every later uid
+        import torch
+
+        torch.set_num_threads(spawn.threads)
+        confine.set_rlimits(spawn.cpu_s_total, spawn.file_bytes, spawn.open_files, spawn.memory_bytes or None)
+        confine.drop_privileges(spawn.uid)
+    except Exception as exc:
+        os.write(2, f"course-grader: sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        os._exit(71)
+    if spawn.mode == "notebook":
+        kernel.serve(chan_fd, spawn.nonce)
+    else:
+        measure.serve(chan_fd, spawn.nonce)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+# --- the server loop -------------------------------------------------------------------------
+
+def serve(control: socket.socket) -> None:
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(control, protocol.MAX_MESSAGE_BYTES, 3)
+        except (ConnectionResetError, OSError):
+            return
+        if not data:
+            return
+        try:
+            spawn = protocol.decode(data.rstrip(b"\n"), Spawn)
+            if len(fds) != 3:
+                raise protocol.ProtocolError(f"spawn needs 3 descriptors, got {len(fds)}")
+        except protocol.ProtocolError as exc:
+            for fd in fds:
+                os.close(fd)
+            os.write(2, f"course-grader template: bad request: {exc}\n".encode())
+            continue
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            reaper(spawn, *fds)
+        for fd in fds:
+            os.close(fd)
+
+
+def main(argv: list[str]) -> int:
+    control = socket.socket(fileno=int(argv[1]))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished reapers are reaped by the kernel
+    preload()
+    ready = TemplateReady(pid=os.getpid(), threads=thread_count(), nonce=argv[2] if len(argv) > 2 else "")
+    control.sendall(protocol.encode(ready))
+    serve(control)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
