@@ -1,0 +1,301 @@
+"""The allow-list for student code that a measuring process will run.
+
+A measured answer (ex01's rewrite, ex03's warm-up, ex04's fixture, ex05's timing
+function) reaches a sandboxed measuring process only as the source of one
+function that passes :func:`check_function`. It is an allow-list: a construct
+is accepted because it is listed here, never because nobody thought to forbid
+it.
+
+Accepted: the node types in ``ALLOWED_NODES``; names that are the function's
+own parameters and locals, the exercise's provided names, the builtins in
+``SAFE_BUILTINS``, and the cell's own top-level helper functions and literal
+constants. Attribute *loads* whose names do not start with ``_``, plus the exact
+dotted paths an exercise lists (``torch._dynamo.reset``).
+
+Rejected, each with a message a student can act on: attribute stores and
+deletes, ``_``/dunder attribute access outside the listed paths, ``.format``
+(string formatting can read attributes by name), names of the introspection and
+I/O builtins (``getattr``, ``eval``, ``open`` ...), imports other than the
+listed modules, ``global``/``nonlocal``, decorators, classes (unless allowed),
+generators and ``async``, oversized or overly deep code.
+
+What it does not do: decide whether the code is *right*, or stop it from using
+CPU or memory. The harness measures it, the sandbox limits it, and the trusted
+side judges the data it returns.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+MAX_SOURCE_CHARS = 40_000
+MAX_NODES = 6_000
+MAX_DEPTH = 60
+MAX_CONSTANT_CHARS = 5_000
+
+SAFE_BUILTINS = frozenset({
+    "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
+    "isinstance", "iter", "len", "list", "map", "max", "min", "next", "pow", "print", "range", "repr",
+    "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "zip",
+    "ArithmeticError", "AssertionError", "Exception", "IndexError", "KeyError", "NotImplementedError",
+    "RuntimeError", "StopIteration", "TypeError", "ValueError", "ZeroDivisionError",
+})
+
+# Named in messages because they are the usual ways around an allow-list.
+FORBIDDEN_NAMES = frozenset({
+    "getattr", "setattr", "delattr", "hasattr", "globals", "locals", "vars", "dir", "exec", "eval",
+    "compile", "__import__", "open", "input", "breakpoint", "type", "object", "super", "memoryview",
+    "classmethod", "staticmethod", "property", "id", "help", "exit", "quit", "__builtins__",
+})
+FORBIDDEN_ATTRIBUTES = frozenset({"format", "format_map"})  # "{0._x}".format(obj) reads attributes by name
+
+ALLOWED_NODES = (
+    ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Lambda, ast.Return, ast.Pass, ast.Expr,
+    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.While, ast.If, ast.Break,
+    ast.Continue, ast.With, ast.withitem, ast.Try, ast.ExceptHandler, ast.Raise, ast.Assert,
+    ast.Import, ast.alias,
+    ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
+    ast.Attribute, ast.Subscript, ast.Slice, ast.Name, ast.Constant, ast.Starred,
+    ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr, ast.FormattedValue,
+    ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.comprehension,
+    ast.Load, ast.Store,
+    ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.MatMult, ast.Div, ast.Mod, ast.Pow, ast.LShift,
+    ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd, ast.FloorDiv, ast.Invert, ast.Not, ast.UAdd,
+    ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn,
+)
+_NODE_NAMES = {
+    ast.Global: "`global`", ast.Nonlocal: "`nonlocal`", ast.ImportFrom: "`from ... import`",
+    ast.ClassDef: "a class definition", ast.AsyncFunctionDef: "`async def`", ast.Await: "`await`",
+    ast.Yield: "`yield`", ast.YieldFrom: "`yield from`", ast.Delete: "`del`", ast.Match: "`match`",
+    ast.AsyncFor: "`async for`", ast.AsyncWith: "`async with`",
+}
+
+
+class AllowListError(ValueError):
+    """The code is not allowed in a measuring process; the text says where and why."""
+
+
+@dataclass(frozen=True)
+class AllowList:
+    """What one exercise's measured function may use, beyond the safe core."""
+
+    provided: frozenset[str] = frozenset()   # names the harness supplies (torch, nn, Case, ...)
+    dotted: frozenset[str] = frozenset()     # exact dotted paths allowed despite "_" ("torch._dynamo.reset")
+    imports: frozenset[str] = frozenset()    # modules that `import` may name inside the function
+    classes: bool = False                    # nested class definitions
+    builtins: frozenset[str] = field(default=SAFE_BUILTINS)
+
+    def names(self) -> frozenset[str]:
+        return self.provided | self.builtins
+
+
+# ---------------------------------------------------------------- parsing
+
+def parse_source(source: str, where: str) -> ast.Module:
+    """``ast.parse`` with a size limit; every failure becomes an ``AllowListError``-like message."""
+    if not isinstance(source, str):
+        raise AllowListError(f"{where}: the cell has no text")
+    if len(source) > MAX_SOURCE_CHARS:
+        raise AllowListError(f"{where}: the cell is longer than {MAX_SOURCE_CHARS} characters")
+    try:
+        return ast.parse(source)
+    except SyntaxError as exc:
+        raise AllowListError(f"{where}: syntax error on line {exc.lineno}: {exc.msg}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise AllowListError(f"{where}: the cell cannot be parsed (nested too deeply, or too large)") from None
+
+
+def _depth_and_size(tree: ast.AST, where: str) -> None:
+    count, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise AllowListError(f"{where}: the code has more than {MAX_NODES} syntax nodes")
+        if depth > MAX_DEPTH:
+            raise AllowListError(f"{where}: the code is nested more than {MAX_DEPTH} levels deep")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+# ---------------------------------------------------------------- the check
+
+def _chain(node: ast.Attribute) -> tuple[str | None, list[str]]:
+    """``("torch", ["_dynamo", "reset"])`` for ``torch._dynamo.reset``; the base is None if not a plain name."""
+    attrs: list[str] = []
+    current: ast.AST = node
+    while isinstance(current, ast.Attribute):
+        attrs.append(current.attr)
+        current = current.value
+    return (current.id if isinstance(current, ast.Name) else None), attrs[::-1]
+
+
+def _bound_names(fn: ast.AST) -> set[str]:
+    """Every name the function binds anywhere inside it (parameters, assignments, loops, imports...)."""
+    bound: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not fn:
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return bound
+
+
+def _line(node: ast.AST) -> str:
+    return f"line {getattr(node, 'lineno', '?')}"
+
+
+def check_function(fn: ast.FunctionDef, allowed: AllowList, extra_names: frozenset[str] = frozenset(),
+                   where: str = "your function") -> None:
+    """Raise ``AllowListError`` for the first construct of ``fn`` that is not allowed."""
+    label = f"{where}: `{fn.name}`"
+    _depth_and_size(fn, label)
+    if fn.decorator_list:
+        raise AllowListError(f"{label} {_line(fn)}: decorators are not allowed on measured functions")
+    known = _bound_names(fn) | allowed.names() | extra_names | {fn.name}
+    allowed_paths = [p.split(".") for p in allowed.dotted]
+    inner = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute)}
+    for node in ast.walk(fn):
+        kind = type(node)
+        if kind is ast.ClassDef and allowed.classes:
+            if node.decorator_list or node.keywords:
+                raise AllowListError(f"{label} {_line(node)}: class decorators and keywords are not allowed")
+        elif not isinstance(node, ALLOWED_NODES):
+            what = _NODE_NAMES.get(kind, f"`{kind.__name__}`")
+            raise AllowListError(f"{label} {_line(node)}: {what} is not allowed in measured code")
+        if isinstance(node, ast.FunctionDef) and node is not fn and node.decorator_list:
+            raise AllowListError(f"{label} {_line(node)}: decorators are not allowed")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in allowed.imports:
+                    names = ", ".join(sorted(allowed.imports)) or "none"
+                    raise AllowListError(f"{label} {_line(node)}: `import {alias.name}` is not allowed "
+                                         f"(modules you may import here: {names})")
+        elif isinstance(node, ast.Name):
+            _check_name(node, known, label)
+        elif isinstance(node, ast.arg) and node.arg.startswith("__"):
+            raise AllowListError(f"{label} {_line(node)}: names starting with `__` are not allowed")
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:
+            _check_attribute(node, allowed_paths, label)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
+                and len(node.value) > MAX_CONSTANT_CHARS:
+            raise AllowListError(f"{label} {_line(node)}: a string constant longer than {MAX_CONSTANT_CHARS} characters")
+
+
+def _check_name(node: ast.Name, known: set[str], label: str) -> None:
+    name = node.id
+    if name.startswith("__"):
+        raise AllowListError(f"{label} {_line(node)}: `{name}` is not allowed (names starting with `__`)")
+    if isinstance(node.ctx, ast.Load) and name not in known:
+        if name in FORBIDDEN_NAMES:
+            raise AllowListError(f"{label} {_line(node)}: `{name}` is not allowed in measured code")
+        raise AllowListError(f"{label} {_line(node)}: `{name}` is not available here: use your parameters, "
+                             "your own local variables, the names the exercise provides, or a helper "
+                             "function defined in the same cell")
+
+
+def _check_attribute(node: ast.Attribute, allowed_paths: list[list[str]], label: str) -> None:
+    """Check an outermost attribute chain (``a.b.c``): stores, ``.format`` and ``_`` names anywhere in it."""
+    if not isinstance(node.ctx, ast.Load):
+        raise AllowListError(f"{label} {_line(node)}: assigning to an attribute (`.{node.attr} = ...`) is not "
+                             "allowed: measured code may not change objects it did not create")
+    base, attrs = _chain(node)
+    for attr in attrs:
+        if attr in FORBIDDEN_ATTRIBUTES:
+            raise AllowListError(f"{label} {_line(node)}: `.{attr}(...)` is not allowed; use an f-string")
+    if not any(a.startswith("_") for a in attrs):
+        return
+    full = [base, *attrs] if base is not None else None
+    prefixes = [p for p in allowed_paths if full is not None and full[:len(p)] == p]
+    if prefixes:
+        longest = max(len(p) for p in prefixes)
+        if not any(a.startswith("_") for a in full[longest:]):
+            return
+    shown = ".".join(full) if full else "(...)." + ".".join(attrs)
+    paths = ", ".join(sorted(".".join(p) for p in allowed_paths))
+    extra = f" (the only ones allowed here: {paths})" if paths else ""
+    raise AllowListError(f"{label} {_line(node)}: `{shown}`: attributes starting with `_` are not allowed{extra}")
+
+
+# ---------------------------------------------------------------- extraction
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def extract_function(source: str, name: str, allowed: AllowList, where: str = "your cell") -> str:
+    """The allow-listed source of ``def name`` and the cell's top-level helpers and constants it uses.
+
+    The result is re-generated with ``ast.unparse`` (comments dropped), constants first.
+    A name used by the function that is defined at the top of the cell by anything
+    other than a ``def`` or a literal assignment is not available.
+    """
+    tree = parse_source(source, where)
+    _depth_and_size(tree, where)
+    defs: dict[str, ast.FunctionDef] = {}
+    constants: dict[str, ast.Assign] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            defs[node.name] = node
+            constants.pop(node.name, None)
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+              and _is_literal(node.value)):
+            constants[node.targets[0].id] = node
+            defs.pop(node.targets[0].id, None)
+        elif isinstance(node, ast.AsyncFunctionDef) and node.name == name:
+            raise AllowListError(f"{where}: `{name}` must be a plain `def`, not `async def`")
+    if name not in defs:
+        raise AllowListError(f"{where}: no `def {name}(...)` at the top level of the cell "
+                             "(replace the `raise NotImplementedError(...)` line with your code)")
+    needed, queue = [name], [name]
+    while queue:
+        current = defs[queue.pop()]
+        for node in ast.walk(current):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in needed \
+                    and node.id not in _bound_names(current) and (node.id in defs or node.id in constants):
+                needed.append(node.id)
+                if node.id in defs:
+                    queue.append(node.id)
+    helpers = frozenset(needed)
+    parts = [ast.unparse(constants[n]) for n in needed if n in constants]
+    for n in needed:
+        if n in defs:
+            check_function(defs[n], allowed, helpers, where)
+            parts.append(ast.unparse(defs[n]))
+    return "\n\n".join(parts) + "\n"
+
+
+def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) -> object:
+    """Re-check ``source`` (as produced by ``extract_function``), run its definitions, return ``name``.
+
+    Used inside the measuring process. ``namespace`` holds the provided names;
+    builtins are limited to ``allowed.builtins``. Each call starts from a fresh
+    copy, so nothing a previous run left in a constant survives.
+    """
+    checked = extract_function(source, name, allowed, where="measured code")
+    import builtins as _builtins
+
+    scope = dict(namespace)
+    scope["__builtins__"] = {n: getattr(_builtins, n) for n in allowed.builtins if hasattr(_builtins, n)}
+    if allowed.imports:
+        real_import = _builtins.__import__
+        permitted = allowed.imports
+
+        def limited_import(module, globals=None, locals=None, fromlist=(), level=0):
+            if module not in permitted or level:
+                raise ImportError(f"import {module} is not allowed here")
+            return real_import(module, globals, locals, fromlist, level)
+
+        scope["__builtins__"]["__import__"] = limited_import
+    exec(compile(checked, "<measured>", "exec"), scope)  # noqa: S102 - allow-listed source in the sandbox
+    return scope[name]
