@@ -1,0 +1,156 @@
+"""``course grade``: grade a folder of submissions, import a review sheet, or clear a flag.
+
+  course grade DIR [--exercise exNN] [--jobs N] [--out OUT] [--gradebook PATH]
+  course grade --import-review SHEET.csv --out OUT [--gradebook PATH]
+  course grade --clear-flag ATTEMPT --reason "..." --out OUT [--gradebook PATH]
+
+Results of DIR go to OUT (default build/grading/<name of DIR>/): gradebook.sqlite,
+grades.csv, review.csv and feedback/ (one page per student and exercise, and
+index.html). Exit status: 0 when the grader worked, whatever the students scored;
+1 for a grader fault (unreadable solutions, a model answer that fails its own tests,
+a crash of the grader); 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from compile_course.paths import BUILD, SOLUTIONS
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="course grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("submissions", nargs="?", type=Path, help="STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb files")
+    p.add_argument("--exercise", help="grade only this exercise (exNN)")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="submissions graded at once (default 2)")
+    p.add_argument("--out", type=Path, help="results folder (default: build/grading/<name of DIR>)")
+    p.add_argument("--gradebook", type=Path, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
+    p.add_argument("--solutions", type=Path, default=SOLUTIONS, help="the instructor's source notebooks")
+    p.add_argument("--import-review", type=Path, metavar="SHEET", help="import scores and comments from a review sheet")
+    p.add_argument("--clear-flag", metavar="ATTEMPT", help="clear the flags of this attempt (its id, or a prefix of it)")
+    p.add_argument("--reason", help="why the flag is cleared (recorded in the gradebook; required with --clear-flag)")
+    p.add_argument("--cpu-per-cell", type=int, help="CPU seconds per cell or measuring request (default: the sandbox's)")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def summary_table(rows, book) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Grades (the attempt that counts per student and exercise)")
+    for col in ("student", "exercise", "status", "tests", "review", "attempt", "reason"):
+        table.add_column(col, overflow="fold")
+    styles = {"graded": "", "flagged": "bold red", "rejected": "yellow", "duplicate": "", "fault": "bold red"}
+    for r in rows:
+        manual, reviewed = book.manual_score(r["key"])
+        review = "-" if not r["manual_possible"] else (f"{manual:g}/{r['manual_possible']:g}" if reviewed else "pending")
+        table.add_row(r["student"], r["exercise_name"] or r["exercise"], r["status"],
+                      f"{r['auto_score']:g}/{r['auto_possible']:g}", review, r["key"][:16], r["reason"][:120],
+                      style=styles.get(r["status"], ""))
+    Console(width=170, stderr=False).print(table)
+
+
+def _out_dir(args) -> Path | None:
+    if args.out:
+        return args.out
+    if args.submissions:
+        from .orchestrate import default_out_dir
+
+        return default_out_dir(args.submissions)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    actions = sum(x is not None for x in (args.submissions, args.import_review, args.clear_flag))
+    if actions != 1:
+        parser().print_usage(sys.stderr)
+        print("course grade: give exactly one of DIR, --import-review SHEET, --clear-flag ATTEMPT", file=sys.stderr)
+        return 2
+    out = _out_dir(args)
+    if out is None:
+        print("course grade: --out OUT is needed to find the gradebook", file=sys.stderr)
+        return 2
+    gradebook = args.gradebook or out / "gradebook.sqlite"
+    if args.import_review or args.clear_flag:
+        return _instructor_action(args, out, gradebook)
+    if not args.submissions.is_dir() or args.submissions.is_symlink():
+        print(f"course grade: {args.submissions} is not a folder", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print("course grade: --jobs must be at least 1", file=sys.stderr)
+        return 2
+
+    from .gradebook import Gradebook
+    from .orchestrate import GraderError, grade_class
+
+    limits = None
+    if args.cpu_per_cell:
+        from .sandbox import Limits
+
+        limits = Limits.scaled(args.cpu_per_cell)
+    try:
+        report = grade_class(args.submissions, out, gradebook=gradebook, solutions=args.solutions,
+                             exercise=args.exercise, jobs=args.jobs, limits=limits, progress=not args.no_progress)
+    except GraderError as exc:
+        print(f"grader fault: {exc}", file=sys.stderr)
+        return 1
+    with Gradebook(report.gradebook) as book:
+        students = {a.student for a in report.graded} | {r["student"] for r in book.current(args.exercise)}
+        rows = [r for r in book.current(args.exercise) if r["student"] in students]
+        summary_table(rows, book)
+    for line in report.duplicates:
+        print(f"duplicate: {line}")
+    for line in report.unattributed:
+        print(f"not graded (no student): {line}")
+    for line in report.problems:
+        print(f"problem: {line}")
+    for line in report.retried:
+        print(f"re-run alone after a timeout or a dead process: {line}")
+    print(f"graded {len(report.graded)}, unchanged (skipped) {report.skipped}, grader faults {len(report.faults)}"
+          f"  ({report.total_s:.1f} s, compile cache warmed in {report.warm_s:.1f} s)")
+    print(f"gradebook: {report.gradebook}\ngrades:    {out / 'grades.csv'}\nreview:    {out / 'review.csv'}\n"
+          f"feedback:  {out / 'feedback' / 'index.html'}")
+    for fault in report.faults:
+        print(f"GRADER FAULT {fault}", file=sys.stderr)
+    return 1 if report.faults else 0
+
+
+def _instructor_action(args, out: Path, gradebook: Path) -> int:
+    from .export import export_grades, export_review, import_review
+    from .feedback import render_all
+    from .gradebook import Gradebook
+
+    if not gradebook.is_file():
+        print(f"course grade: no gradebook at {gradebook} (grade first, or give --out / --gradebook)", file=sys.stderr)
+        return 2
+    with Gradebook(gradebook) as book:
+        if args.clear_flag:
+            if not (args.reason or "").strip():
+                print('course grade: --clear-flag needs --reason "why the flag is wrong"', file=sys.stderr)
+                return 2
+            try:
+                row = book.clear_flag(args.clear_flag, args.reason)
+            except (LookupError, ValueError) as exc:
+                print(f"course grade: {exc}", file=sys.stderr)
+                return 2
+            print(f"flag cleared: {row['student']} {row['exercise_name']} attempt {row['key'][:16]} now "
+                  f"{row['auto_score']:g}/{row['auto_possible']:g} ({row['reason']})")
+        else:
+            applied, problems = import_review(book, args.import_review)
+            for p in problems:
+                print(f"  {p}")
+            print(f"review: {applied} answers scored, {len(problems)} rows skipped")
+        pages = render_all(book, out)
+        export_grades(book, out / "grades.csv")
+        export_review(book, out / "review.csv")
+        print(f"{len(pages)} feedback pages re-rendered; grades.csv and review.csv rewritten in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
