@@ -1,0 +1,38 @@
+"""Small pieces every harness uses: error text, upstream gradients, the compile-state reset."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ..protocol import encode_tensor
+
+MAX_ERROR_CHARS = 300
+_PATHS = re.compile(r"(/[^\s:'\"]+)+")
+
+
+def error_text(exc: BaseException) -> str:
+    """``TypeName: first line`` without file paths, short: data for the trusted side, never executed."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {_PATHS.sub('<path>', first)}"[:MAX_ERROR_CHARS]
+
+
+def upstream_gradient(out: torch.Tensor) -> torch.Tensor:
+    """A fixed, non-uniform upstream gradient (1..2), so a permuted or sign-flipped gradient shows.
+
+    The trusted side uses the same function for the reference.
+    """
+    n = max(out.numel(), 1)
+    if not out.numel():
+        return torch.ones_like(out)
+    return torch.linspace(1.0, 2.0, n, dtype=out.dtype).reshape(out.shape)
+
+
+def tensor_or_none(value) -> dict | None:
+    return encode_tensor(value) if isinstance(value, torch.Tensor) else None
+
+
+def fresh_compiler() -> None:
+    """Empty Dynamo's caches so a count describes this run alone."""
+    torch._dynamo.reset()
