@@ -56,6 +56,14 @@ def test_kernel_frames_in_a_user_stack_lose_machine_paths_and_line_numbers():
                                     '  File "<notebook cell>", line 6, in f\n')
 
 
+def test_guard_comments_lose_torch_line_numbers_only():
+    line = ("| | +- TENSOR_MATCH: check_tensor(...)  # return F.linear(input, self.weight, self.bias)  "
+            "# nn/modules/linear.py:134 in forward")
+    assert sanitize_text(line).endswith("# nn/modules/linear.py:N in forward")
+    mine = "| | +- TENSOR_MATCH: check_tensor(...)  # y = x * 2  # mp/ipykernel_1/22.py:5 in f"
+    assert sanitize_text(mine).endswith("# y = x * 2  # <notebook cell>:5 in f")
+
+
 def test_user_line_numbers_are_kept():
     text = "File /work/main/src/compile_course/diagnostics.py:88 in explain, <notebook cell>:5, my_model.py:12"
     assert sanitize_text(text) == text
