@@ -1,5 +1,8 @@
 """The ``course`` command line: cheap help, and ``course execute`` on a real notebook."""
 
+import json
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -63,7 +66,7 @@ def write_notebook(path: Path) -> Path:
 
 def check_executed(proc, path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.rstrip().endswith("ok")
+    assert re.search(r"^  \[1/1\] \S+\.ipynb +[0-9.]+ s  ok   \(\d+ s elapsed\)$", proc.stdout, re.MULTILINE), proc.stdout
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[1].outputs[0].text == "<__main__.A object at 0xADDRESS> 42\n"
     assert audit_notebook(nb) == []
@@ -96,3 +99,63 @@ def test_course_execute_reports_a_broken_notebook(tmp_path):
         proc = run([sys.executable, "-m", "compile_course.cli", "execute", str(path)])
         assert proc.returncode == 1
         assert "FAILED: CellExecutionError" in proc.stdout
+
+
+def test_course_execute_prints_a_line_as_each_notebook_finishes(tmp_path):
+    paths = [write_notebook(tmp_path / f"{n:02d}_tmp.ipynb") for n in (1, 2, 3)]
+    nb = nbformat.read(paths[1], as_version=4)
+    nb.cells.append(new_code_cell("raise RuntimeError('nope')"))
+    nbformat.write(nb, paths[1])
+    proc = run([sys.executable, "-m", "compile_course.cli", "execute", "--jobs", "2", *map(str, paths)])
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("  [")]
+    assert [ln.split("]")[0] for ln in lines] == ["  [1/3", "  [2/3", "  [3/3"]
+    assert sorted(ln.split()[1].rsplit("/", 1)[-1] for ln in lines) == ["01_tmp.ipynb", "02_tmp.ipynb", "03_tmp.ipynb"]
+    assert sum("FAILED: CellExecutionError" in ln for ln in lines) == 1
+
+
+def test_course_execute_out_and_allow_errors_leave_the_source_alone(tmp_path):
+    path = write_notebook(tmp_path / "nb.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(new_code_cell("raise RuntimeError('planned for drift')"))
+    nb.cells.append(new_code_cell("print('after the error')"))
+    nbformat.write(nb, path)
+    before = path.read_bytes()
+    proc = run([sys.executable, "-m", "compile_course.cli", "execute", "--allow-errors", "--out", str(tmp_path / "out"),
+                str(path)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert path.read_bytes() == before
+    ran = nbformat.read(tmp_path / "out" / "nb.ipynb", as_version=4)
+    assert ran.cells[2].outputs[0].ename == "RuntimeError"
+    assert ran.cells[3].outputs[0].text == "after the error\n"
+
+
+def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path):
+    from compile_course.notebooks.normalize import lab_metadata
+
+    path = write_notebook(tmp_path / "nb.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="kept as is\n")]
+    nb.cells[1].execution_count = 7
+    nbformat.write(nb, path)
+    check = run([sys.executable, "-m", "compile_course.cli", "normalize", "--check", str(path)])
+    assert check.returncode == 1 and "needs normalizing" in check.stdout
+    proc = run([sys.executable, "-m", "compile_course.cli", "normalize", str(path)])
+    assert proc.returncode == 0, proc.stderr
+    after = json.loads(path.read_text())
+    assert {k: after["metadata"][k] for k in ("kernelspec", "language_info")} == lab_metadata()
+    assert after["cells"][1]["outputs"] == [{"name": "stdout", "output_type": "stream", "text": ["kept as is\n"]}]
+    assert after["cells"][1]["execution_count"] == 7
+    again = run([sys.executable, "-m", "compile_course.cli", "normalize", "--check", str(path)])
+    assert again.returncode == 0 and "unchanged" in again.stdout
+
+
+def test_course_run_summary_fits_the_terminal():
+    code = ("from compile_course.cli import print_summary\n"
+            "print_summary([('lessons executed', '8/8 ok', 'build/executed/' + 'x' * 80), ('HTML pages', '8 + index', 'y')])\n")
+    for columns in (60, 100):
+        proc = run([sys.executable, "-c", code], env={**os.environ, "COLUMNS": str(columns)})
+        assert proc.returncode == 0, proc.stderr
+        widths = [len(line) for line in proc.stdout.splitlines() if line.strip()]
+        assert max(widths) <= columns, proc.stdout
+        assert "lessons executed" in proc.stdout

@@ -7,7 +7,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from compile_course.notebooks.execute import execute_notebook
-from compile_course.notebooks.normalize import audit_notebook
+from compile_course.notebooks.normalize import audit_notebook, lab_metadata
 from compile_course.notebooks.render import notebook_title, render_html
 
 
@@ -45,7 +45,7 @@ def test_execute_notebook_stores_normalized_outputs(tmp_path):
     assert code[2].outputs[0].text == "<notebook cell>\n"
     assert code[3].outputs[0].output_type == "error" and code[3].outputs[0].ename == "ValueError"
     assert all("execution" not in c.metadata for c in stored.cells)
-    assert "version" not in stored.metadata.get("language_info", {})
+    assert {k: stored.metadata[k] for k in ("kernelspec", "language_info")} == lab_metadata()
     assert audit_notebook(stored) == []
     assert nbformat.read(source, as_version=4).cells[1].get("outputs") == []  # source untouched
 

@@ -2,9 +2,11 @@
 
   course run                  the main job: execute lessons, render HTML, release exercises, grade samples
   course execute NB...        re-execute notebooks and store their normalized outputs in place
+  course normalize NB...      store notebook metadata as JupyterLab writes it (outputs untouched)
   course render               render executed notebooks to HTML
   course release [--check]    regenerate exercises/ from solutions/
   course grade DIR [...]      grade a folder of student submissions
+  course drift --torch V      re-run the course under another torch, report what changed
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .paths import BUILD, NOTEBOOKS, ROOT
@@ -22,30 +25,80 @@ def _lessons() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
-def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int) -> list[tuple[Path, float | None, str]]:
-    """Execute notebooks (``jobs`` at a time); ``out_dir=None`` stores in place."""
+def _relative(path: Path) -> str:
+    return os.path.relpath(path, ROOT)
+
+
+def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int,
+                  allow_errors: bool = False) -> list[tuple[Path, float | None, str]]:
+    """Execute notebooks (``jobs`` at a time); ``out_dir=None`` stores in place.
+
+    Prints one line as each notebook finishes, so a long run shows progress.
+    Returns ``(path, seconds, status)`` in the order of ``paths``.
+    """
     from .notebooks.execute import execute_notebook
 
     def one(path: Path):
         target = (out_dir / path.name) if out_dir else path
         try:
-            _, seconds = execute_notebook(path, target)
+            _, seconds = execute_notebook(path, target, allow_errors=allow_errors)
             return path, seconds, "ok"
         except Exception as exc:  # report and go on: one broken notebook must not hide the others
             return path, None, f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
+    width = len(str(len(paths)))
+    print(f"  running {len(paths)} notebook(s), {jobs} at a time; a line as each one finishes", flush=True)
+    started = time.perf_counter()
+    results: dict[Path, tuple[Path, float | None, str]] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(one, paths))
-    for path, seconds, status in results:
-        took = f"{seconds:6.1f} s" if seconds is not None else "      -"
-        print(f"  {os.path.relpath(path, ROOT)}  {took}  {status}")
-    return results
+        for done, future in enumerate(as_completed([pool.submit(one, p) for p in paths]), start=1):
+            path, seconds, status = future.result()
+            results[path] = (path, seconds, status)
+            took = f"{seconds:6.1f} s" if seconds is not None else "      -"
+            elapsed = time.perf_counter() - started
+            print(f"  [{done:{width}}/{len(paths)}] {_relative(path)}  {took}  {status}   ({elapsed:.0f} s elapsed)",
+                  flush=True)
+    return [results[p] for p in paths]
 
 
 def cmd_execute(args) -> int:
     paths = [Path(p).resolve() for p in args.notebooks]
-    results = _execute_many(paths, None, args.jobs)
+    out_dir = Path(args.out).resolve() if args.out else None
+    results = _execute_many(paths, out_dir, args.jobs, allow_errors=args.allow_errors)
     return 0 if all(s == "ok" for _, _, s in results) else 1
+
+
+def cmd_normalize(args) -> int:
+    """Rewrite notebook-level metadata as JupyterLab writes it; outputs and cells are left alone."""
+    import nbformat
+
+    from .notebooks.normalize import apply_lab_metadata, lab_metadata
+
+    metadata = lab_metadata()
+    for name in args.notebooks:
+        path = Path(name)
+        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        changed = apply_lab_metadata(nb, metadata)
+        if changed and not args.check:
+            nbformat.write(nb, path)
+        print(f"  {_relative(path.resolve())}: {('needs normalizing' if args.check else 'normalized') if changed else 'unchanged'}")
+        if changed and args.check:
+            args.failed = True
+    return 1 if getattr(args, "failed", False) else 0
+
+
+def print_summary(rows: list[tuple[str, str, str]]) -> None:
+    """The end-of-run summary as a table as wide as the terminal (rich measures it)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Summary", title_justify="left")
+    table.add_column("step")
+    table.add_column("result", overflow="fold")
+    table.add_column("where", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
 
 
 def cmd_render(args) -> int:
@@ -61,41 +114,40 @@ def cmd_run(args) -> int:
     """Main job. Stored outputs in notebooks/ are left alone; results go to build/."""
     from .notebooks.render import render_html
 
-    summary: list[str] = []
+    summary: list[tuple[str, str, str]] = []
     lessons = _lessons()
-    print(f"[1/4] executing {len(lessons)} lesson notebooks into build/executed/")
+    print(f"[1/4] executing {len(lessons)} lesson notebooks into build/executed/", flush=True)
     results = _execute_many(lessons, BUILD / "executed", args.jobs)
     ok = sum(s == "ok" for _, _, s in results)
-    summary.append(f"lessons executed: {ok}/{len(lessons)} ok   -> build/executed/")
+    summary.append(("lessons executed", f"{ok}/{len(lessons)} ok", "build/executed/"))
 
-    print("[2/4] rendering HTML")
+    print("[2/4] rendering HTML", flush=True)
     executed = [BUILD / "executed" / p.name for p, _, s in results if s == "ok"]
     index = render_html(executed, BUILD / "html", "torch.compile: compilation and graph-break contracts")
-    summary.append(f"HTML pages: {len(executed)} + index   -> {index.relative_to(ROOT)}")
+    summary.append(("HTML pages", f"{len(executed)} + index", str(index.relative_to(ROOT))))
 
     failed = ok != len(lessons)
     try:
         from course_grader.release import release_all
     except ImportError:
-        summary.append("exercises: release step not available yet")
+        summary.append(("exercises", "release step not available yet", ""))
     else:
-        print("[3/4] regenerating exercises/ from solutions/")
+        print("[3/4] regenerating exercises/ from solutions/", flush=True)
         written = release_all(ROOT / "solutions", ROOT / "exercises")
-        summary.append(f"exercises regenerated: {len(written)}   -> exercises/")
+        summary.append(("exercises regenerated", str(len(written)), "exercises/"))
 
     try:
         from .grading.samples import grade_samples
     except ImportError:
-        summary.append("grading: grader not available yet")
+        summary.append(("grading", "grader not available yet", ""))
     else:
-        print("[4/4] grading the bundled sample submissions")
+        print("[4/4] grading the bundled sample submissions", flush=True)
         line, grader_ok = grade_samples(BUILD / "grading", jobs=args.jobs)
-        summary.append(line)
+        summary.append(("sample grading", line, "build/grading/"))
         failed |= not grader_ok
 
-    print("\nSummary")
-    for line in summary:
-        print(f"  {line}")
+    print()
+    print_summary(summary)
     return 1 if failed else 0
 
 
@@ -104,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["release"]:
         from course_grader.release import main as release_main
         return release_main(argv[1:])
+    if argv[:1] == ["drift"]:
+        from .drift.cli import main as drift_main
+        return drift_main(argv[1:])
     if argv[:1] == ["grade"]:
         from .grading.cli import main as grade_main
         return grade_main(argv[1:])
@@ -116,11 +171,18 @@ def main(argv: list[str] | None = None) -> int:
     p_exec = sub.add_parser("execute", help="re-execute notebooks and store outputs in place")
     p_exec.add_argument("notebooks", nargs="+")
     p_exec.add_argument("--jobs", type=int, default=2)
+    p_exec.add_argument("--out", metavar="DIR", help="write executed copies to DIR instead of storing in place")
+    p_exec.add_argument("--allow-errors", action="store_true", help="keep going after a cell raises (used by drift)")
     p_exec.set_defaults(func=cmd_execute)
+    p_norm = sub.add_parser("normalize", help="store notebook metadata as JupyterLab writes it (outputs untouched)")
+    p_norm.add_argument("notebooks", nargs="+")
+    p_norm.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs it")
+    p_norm.set_defaults(func=cmd_normalize)
     p_render = sub.add_parser("render", help="render executed notebooks to HTML")
     p_render.set_defaults(func=cmd_render)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
+    sub.add_parser("drift", help="re-run the course under another torch and report what changed (see course drift --help)")
     args = parser.parse_args(argv)
     return args.func(args)
 

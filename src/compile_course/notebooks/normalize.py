@@ -3,16 +3,22 @@
 The rules for volatile strings live in ``tests/nbval_sanitize.cfg``: nbval
 uses that file when comparing, and ``normalize_notebook`` applies the same
 rules when outputs are stored, so there is one list of them.
+
+The notebook-level metadata is stored the way JupyterLab writes it
+(``lab_metadata``), so that opening and saving a notebook in Lab does not
+change the file.
 """
 
 from __future__ import annotations
 
 import configparser
+import copy
 import re
 from pathlib import Path
 
 from ..paths import SANITIZE_FILE
 
+KERNEL_NAME = "python3"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 VOLATILE_TAG = "nbval-ignore-output"
 RAISES_TAG = "raises-exception"
@@ -61,17 +67,48 @@ def _map_text(output, fn) -> None:
         output["evalue"] = fn(output.get("evalue", ""))
 
 
+def lab_metadata(kernel_name: str = KERNEL_NAME) -> dict:
+    """The notebook metadata JupyterLab writes when it opens a notebook on this venv's kernel.
+
+    Lab sets ``kernelspec`` to the kernel's name, display name and language,
+    and ``language_info`` to what the kernel's ``kernel_info_reply`` reports
+    (ipykernel's ``IPythonKernel.language_info``, which includes the Python
+    version of the interpreter running the kernel: this one).
+    """
+    from ipykernel.ipkernel import IPythonKernel
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    return {
+        "kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": kernel_name},
+        "language_info": copy.deepcopy(IPythonKernel.language_info),
+    }
+
+
+def apply_lab_metadata(nb, metadata: dict | None = None) -> bool:
+    """Store ``kernelspec`` and ``language_info`` as Lab writes them; True if ``nb`` changed.
+
+    Release and ``course normalize`` call this too, so every stored notebook
+    carries the same metadata. Only these two keys are touched.
+    """
+    metadata = metadata if metadata is not None else lab_metadata()
+    changed = False
+    for key, value in metadata.items():
+        if nb.metadata.get(key) != value:
+            nb.metadata[key] = copy.deepcopy(value)
+            changed = True
+    return changed
+
+
 def normalize_notebook(nb) -> None:
-    """Sanitize every output in place and drop volatile metadata."""
+    """Sanitize every output in place, drop volatile metadata, store Lab's metadata."""
     rules = sanitize_rules()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         for output in cell.get("outputs", []):
             _map_text(output, lambda t: sanitize_text(t, rules))
     nb.metadata.pop("widgets", None)
-    lang = nb.metadata.get("language_info")
-    if lang:
-        lang.pop("version", None)
+    apply_lab_metadata(nb)
 
 
 def audit_notebook(nb) -> list[str]:

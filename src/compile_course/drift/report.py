@@ -1,0 +1,128 @@
+"""Write the drift report: a table in the terminal, ``report.html`` and ``report.json``.
+
+The HTML page is one self-contained file (inline CSS, no scripts, no CDN), so
+it opens offline and can be linked from the lesson as evidence.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from .compare import ChangeKind, NotebookResult
+
+KIND_ORDER = {ChangeKind.BEHAVIOUR: 0, ChangeKind.VERSION_REPORT: 1}
+
+
+def totals(results: list[NotebookResult]) -> dict:
+    changes = [c for r in results for c in r.changes]
+    return {
+        "notebooks": len(results),
+        "compared_cells": sum(r.compared for r in results),
+        "changed_cells": len(changes),
+        "version_report": sum(c.kind == ChangeKind.VERSION_REPORT for c in changes),
+        "behaviour": sum(c.kind == ChangeKind.BEHAVIOUR for c in changes),
+        "failed_notebooks": [r.notebook for r in results if r.error],
+    }
+
+
+def headline(summary: dict, reference: str, candidate: str) -> str:
+    return (f"torch {candidate} vs stored outputs (torch {reference}): {summary['changed_cells']} of "
+            f"{summary['compared_cells']} compared cells changed; {summary['version_report']} only report the "
+            f"version, {summary['behaviour']} are behaviour changes"
+            + (f"; {len(summary['failed_notebooks'])} notebook(s) did not run" if summary["failed_notebooks"] else ""))
+
+
+def _changed_lines(diff: str, limit: int = 2) -> str:
+    lines = [ln for ln in diff.splitlines()[2:] if ln[:1] in "+-"]
+    shown = lines[:limit] + (["..."] if len(lines) > limit else [])
+    return "\n".join(shown)
+
+
+def _ordered(results: list[NotebookResult]):
+    changes = [c for r in results for c in r.changes]
+    return sorted(changes, key=lambda c: (KIND_ORDER[c.kind], c.notebook, c.cell))
+
+
+def print_table(results: list[NotebookResult], reference: str, candidate: str) -> None:
+    """The changed cells, behaviour changes first; rich sizes the table to the terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"Compared cells that changed under torch {candidate}", title_justify="left")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("notebook", overflow="fold")
+    table.add_column("cell", justify="right", no_wrap=True)
+    table.add_column("what changed (first lines of the diff)", overflow="fold")
+    for change in _ordered(results):
+        style = "bold red" if change.kind == ChangeKind.BEHAVIOUR else "dim"
+        table.add_row(change.kind.value, change.notebook, str(change.cell), _changed_lines(change.diff), style=style)
+    for r in results:
+        if r.error:
+            table.add_row("did not run", r.notebook, "-", r.error, style="bold red")
+    console.print(table)
+    console.print(headline(totals(results), reference, candidate))
+
+
+def write_json(results: list[NotebookResult], path: Path, reference: str, candidate: str) -> None:
+    data = {"reference_torch": reference, "candidate_torch": candidate, "summary": totals(results),
+            "notebooks": [r.to_dict() for r in results]}
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+CSS = """
+body { font-family: system-ui, sans-serif; max-width: 70em; margin: 2em auto; padding: 0 1em; color: #222 }
+table { border-collapse: collapse; width: 100% } td, th { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top }
+th { background: #f3f3f3; text-align: left } .behaviour { background: #fdecea } .version-report { color: #666 }
+pre { margin: 0; white-space: pre-wrap; font-size: 85% } .del { color: #a00 } .add { color: #070 }
+details { margin: .2em 0 }
+"""
+
+
+def _diff_html(diff: str) -> str:
+    out = []
+    for line in diff.splitlines():
+        css = "add" if line.startswith("+") and not line.startswith("+++") else \
+              "del" if line.startswith("-") and not line.startswith("---") else ""
+        out.append(f'<span class="{css}">{html.escape(line)}</span>' if css else html.escape(line))
+    return "<pre>" + "\n".join(out) + "</pre>"
+
+
+def write_html(results: list[NotebookResult], path: Path, reference: str, candidate: str) -> None:
+    summary = totals(results)
+    rows = []
+    for change in _ordered(results):
+        rows.append(
+            f'<tr class="{change.kind.value}"><td>{change.kind.value}<br><small>{html.escape(change.reason)}</small></td>'
+            f"<td>{html.escape(change.notebook)}<br><small>cell {change.cell} · id {html.escape(change.cell_id)}</small></td>"
+            f"<td><details><summary>cell source</summary><pre>{html.escape(change.source)}</pre></details>"
+            f"{_diff_html(change.diff)}</td></tr>")
+    for r in results:
+        if r.error:
+            rows.append(f'<tr class="behaviour"><td>did not run</td><td>{html.escape(r.notebook)}</td>'
+                        f"<td><pre>{html.escape(r.error)}</pre></td></tr>")
+    per_notebook = "".join(
+        f"<tr><td>{html.escape(r.notebook)}</td><td>{r.compared}</td>"
+        f"<td>{sum(c.kind == ChangeKind.VERSION_REPORT for c in r.changes)}</td>"
+        f"<td>{sum(c.kind == ChangeKind.BEHAVIOUR for c in r.changes)}</td></tr>" for r in results)
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Torch drift report: {html.escape(candidate)}</title>
+<style>{CSS}</style></head><body>
+<h1>What changes under torch {html.escape(candidate)}</h1>
+<p>{html.escape(headline(summary, reference, candidate))}.</p>
+<p>Every notebook in <code>notebooks/</code> and <code>solutions/</code> was re-executed in a venv with torch
+{html.escape(candidate)} and the course's other pins, and compared with its stored outputs the way
+<code>pytest --nbval</code> compares them. A <em>version-report</em> cell only prints which build ran: it is tagged
+<code>version-report</code>, or its outputs are equal once each build's version, commit and CUDA strings are masked.
+Every other difference is a <em>behaviour</em> change, listed first.</p>
+<h2>Per notebook</h2>
+<table><tr><th>notebook</th><th>compared cells</th><th>version-report changes</th><th>behaviour changes</th></tr>
+{per_notebook}</table>
+<h2>Changed cells</h2>
+<table><tr><th>kind</th><th>where</th><th>diff (stored → re-run, sanitized as nbval compares)</th></tr>
+{"".join(rows) or '<tr><td colspan="3">no compared cell changed</td></tr>'}</table>
+</body></html>
+"""
+    path.write_text(page, encoding="utf-8")

@@ -1,0 +1,47 @@
+"""A real Jupyter server from this venv runs a lesson's first code cell with the course's own package."""
+
+import json
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lab_server import jupyter_server, kernel_for
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = "notebooks/01_lesson_goals.ipynb"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with jupyter_server(ROOT, tmp_path_factory.mktemp("jupyter-state")) as running:
+        yield running
+
+
+def first_code_cell(path: Path):
+    return next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+
+
+def test_the_server_offers_the_course_kernel(server):
+    specs = server.api("GET", "/api/kernelspecs").json()
+    assert specs["default"] == "python3"
+    assert "python3" in specs["kernelspecs"]
+
+
+def test_a_lesson_cell_runs_on_the_course_venv_and_package(server):
+    cell = first_code_cell(ROOT / LESSON)
+    with kernel_for(server, LESSON) as kernel:
+        reply, printed = kernel.execute(cell.source)
+        assert reply["status"] == "ok", reply
+        # The lesson's start() names the torch it runs on: this venv's.
+        assert printed.startswith(f"torch {version('torch').split('+')[0]} | python 3.11"), printed
+        reply, printed = kernel.execute(
+            "import json, os, sys, compile_course\n"
+            "print(json.dumps({'package': compile_course.__file__, 'python': sys.executable, 'cwd': os.getcwd()}))")
+        assert reply["status"] == "ok", reply
+    where = json.loads(printed)
+    assert Path(where["package"]) == ROOT / "src" / "compile_course" / "__init__.py"
+    assert where["python"] == sys.executable  # the venv's python, not the interpreter it links to
+    assert Path(where["cwd"]) == ROOT / "notebooks"  # the kernel starts next to the notebook, as in Lab
