@@ -202,6 +202,10 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for) -> tuple[list[Te
         reason = f"not measured: {fault.kind}"
         return [TestResult(t.course_id, t.hidden, t.points, TestStatus.NOT_RUN, "" if t.hidden else reason)
                 for t in ex.tests], measurer.faults, measurer.seconds
+    except (RecursionError, MemoryError) as exc:  # an answer too deep or too big for the parser: the student's
+        reason = f"your answer could not be read ({type(exc).__name__}: it is nested too deeply or too large)"
+        return [TestResult(t.course_id, t.hidden, t.points, TestStatus.FAILED, "" if t.hidden else reason)
+                for t in ex.tests], measurer.faults, measurer.seconds
     except AnswerError as exc:  # the verdict code should catch it per test; if not, it fails them all
         return [TestResult(t.course_id, t.hidden, t.points, TestStatus.FAILED, "" if t.hidden else str(exc)[:2000])
                 for t in ex.tests], measurer.faults, measurer.seconds
@@ -372,8 +376,12 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
             ld = loaded[cand.rel]
             ex = exercises.get(cand.exercise or "")
             if ex is None or not ld.ok:
-                reason = ld.reason or (f"no exercise matches this file name (known: {', '.join(exercises)})"
-                                       if cand.exercise else cand.reason or "the file name names no exercise")
+                if ex is not None:
+                    reason = ld.reason
+                elif cand.exercise:
+                    reason = f"no exercise matches this file name (known: {', '.join(exercises)})"
+                else:
+                    reason = cand.reason or "the file name names no exercise"
                 attempt = _rejected(cand, ld, ex, exercises, reason)
                 if book.record(attempt, GRADER_VERSION):
                     report.graded.append(attempt)

@@ -127,3 +127,34 @@ class FakeHost:
 @pytest.fixture
 def fake_host():
     return FakeHost
+
+
+HIDDEN_MARK = "HIDDEN-VERDICT-MESSAGE-do-not-show"
+
+
+def stub_verdicts(ex: Exercise):
+    """``verdict_for`` that needs no sandbox: every test passes when the student's solution cells
+    no longer raise the release stub; a hidden test that fails carries ``HIDDEN_MARK``."""
+    from course_grader.context import TestVerdict
+
+    def grade(ctx):
+        answered = all("NotImplementedError" not in ctx.cells.get(c.course_id, "NotImplementedError")
+                       for c in ex.solutions)
+        return [TestVerdict(t.course_id, answered, "" if answered else (HIDDEN_MARK if t.hidden else "still the stub"))
+                for t in ex.tests]
+
+    return grade, ex.id
+
+
+@pytest.fixture
+def grade_fake():
+    """``grade_fake(subs, out, **kw)``: ``grade_class`` with ``FakeHost`` and ``stub_verdicts``."""
+    from course_grader.orchestrate import grade_class
+
+    def run(subs, out, **kw):
+        kw.setdefault("host_factory", lambda hide, cache, limits: FakeHost())
+        kw.setdefault("verdict_for", stub_verdicts)
+        kw.setdefault("progress", False)
+        return grade_class(subs, out, **kw)
+
+    return run

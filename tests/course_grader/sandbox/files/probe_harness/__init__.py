@@ -1,0 +1,1 @@
+"""Probe harnesses for the sandbox tests: mounted as ``course_grader.harness`` in measuring children."""

@@ -1,0 +1,145 @@
+"""What a run can and cannot see or leave behind: processes, files, hidden folders, network."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from course_grader.sandbox import GradingHost
+from course_grader.status import CellStatus
+
+from sandbox_probes import PROBES, needs_root, processes_with, small_limits, uids_alive
+
+ROOT = Path(__file__).resolve().parents[3]
+pytestmark = needs_root
+
+
+def test_cells_run_in_order_in_a_shell(host):
+    with host.notebook_kernel() as kernel:
+        assert kernel.run_cell("x = 20", "a").status is CellStatus.OK
+        result = kernel.run_cell("print(x + 1)\nx * 2", "b")
+        assert result.status is CellStatus.OK and result.output == "21\n40\n"
+        err = kernel.run_cell("undefined_name", "c")
+        assert err.status is CellStatus.ERROR and err.error.startswith("NameError")
+        assert kernel.run_cell("print(x)", "d").output == "20\n"
+
+
+def test_run_is_pid_1_namespace_under_a_leased_uid(host):
+    with host.notebook_kernel() as kernel:
+        out = kernel.run_cell("import os\nprint(os.getuid(), os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))").output
+    uid, pid, pids = out.split(" ", 2)
+    assert int(uid) in host.uid_block
+    assert int(pid) == 2 and pids.strip() == "[1, 2]"   # init and the worker, nothing of the host
+
+
+def test_nothing_survives_a_run(host):
+    marker = f"survivor-{secrets.token_hex(6)}"
+    code = ("import subprocess, sys, os\n"
+            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            f"    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'])\n"
+            "print('started')")
+    with host.notebook_kernel() as kernel:
+        assert kernel.run_cell(code).output == "started\n"
+        deadline = time.monotonic() + 10
+        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(processes_with(marker)) == 2          # both background sleepers are running
+    assert processes_with(marker) == []
+    assert uids_alive(host.uid_block) == []
+
+
+def test_private_tmp_and_shm_do_not_persist(host):
+    name = f"leak-{secrets.token_hex(6)}"
+    write = "\n".join(f"open('{d}/{name}', 'w').write('x')" for d in ("/tmp", "/dev/shm", "/var/tmp"))
+    with host.notebook_kernel() as kernel:
+        assert kernel.run_cell(write).status is CellStatus.OK
+        assert kernel.run_cell(f"import os; print(os.path.exists('/tmp/{name}'))").output == "True\n"
+    for folder in ("/tmp", "/dev/shm", "/var/tmp"):
+        assert not (Path(folder) / name).exists()
+    with host.notebook_kernel() as kernel:
+        assert kernel.run_cell(f"import os; print([os.path.exists(d + '/{name}') for d in ('/tmp', '/dev/shm', '/var/tmp')])"
+                               ).output == "[False, False, False]\n"
+
+
+def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
+    secret = tmp_path / "submissions"
+    secret.mkdir()
+    (secret / "alice__ex01.ipynb").write_text("{}")
+    gradebook = tmp_path / "gradebook.sqlite"
+    gradebook.write_text("grades")
+    probe = ("import os\n"
+             "for p in PATHS:\n"
+             "    try:\n"
+             "        print(p, sorted(os.listdir(p)))\n"
+             "    except OSError as e:\n"
+             "        print(p, type(e).__name__)\n"
+             f"print(not os.path.exists('{gradebook}') or open('{gradebook}').read() == '')\n"
+             "import compile_course.comparison\n"
+             "print('compile_course ok')")
+    hidden = [ROOT / "solutions", ROOT / "tests", ROOT / ".git", ROOT / "build", ROOT / "src" / "course_grader", secret]
+    with GradingHost(hide=[secret, gradebook], compile_cache=None, limits=small_limits()) as host:
+        with host.notebook_kernel() as kernel:
+            out = kernel.run_cell(f"PATHS = {[str(p) for p in hidden]!r}\n" + probe).output
+    lines = out.splitlines()
+    for path, line in zip(hidden, lines):
+        # under /tmp (pytest's tmp_path) a hidden folder is not even there: /tmp itself is private
+        assert line == f"{path} []" or (str(path).startswith("/tmp/") and line == f"{path} FileNotFoundError"), line
+    assert lines[len(hidden)] == "True"                  # the gradebook file reads as empty
+    assert lines[-1] == "compile_course ok"
+    assert (secret / "alice__ex01.ipynb").exists() and gradebook.read_text() == "grades"
+
+
+def test_grader_package_cannot_be_imported_by_the_kernel(host):
+    with host.notebook_kernel() as kernel:
+        for module in ("course_grader.exercises", "course_grader.harness", "course_grader.model"):
+            result = kernel.run_cell(f"import {module}")
+            assert result.status is CellStatus.ERROR and "ModuleNotFoundError" in result.error, (module, result)
+
+
+def test_measuring_child_sees_harness_but_not_the_rest(host):
+    reply = host.measure("probe", "listing", {"paths": [str(ROOT / "src" / "course_grader"),
+                                                        str(ROOT / "solutions")]})
+    listing = reply["listing"]
+    assert listing[str(ROOT / "src" / "course_grader")] == ["harness"]
+    assert listing[str(ROOT / "solutions")] == []
+    assert reply["uid"] in host.uid_block and reply["pid"] == 2
+
+
+def test_no_network(host):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    try:
+        code = ("import socket\n"
+                "for addr in [('127.0.0.1', %d), ('1.1.1.1', 53)]:\n"
+                "    try:\n"
+                "        socket.create_connection(addr, timeout=3).close(); print('connected')\n"
+                "    except OSError as e:\n"
+                "        print('refused', type(e).__name__)\n") % port
+        with host.notebook_kernel() as kernel:
+            out = kernel.run_cell(code).output
+    finally:
+        server.close()
+    assert "connected" not in out and out.count("refused") == 2
+
+
+def test_two_hosts_get_different_uids_and_do_not_disturb_each_other(host):
+    with GradingHost(hide=[], compile_cache=None, limits=small_limits(), harness_source=PROBES) as other:
+        assert set(other.uid_block).isdisjoint(host.uid_block)
+        with host.notebook_kernel() as a, other.notebook_kernel() as b:
+            a.run_cell("import os, time")
+            b.run_cell("import os, time")
+            uid_a = int(a.run_cell("print(os.getuid())").output)
+            uid_b = int(b.run_cell("print(os.getuid())").output)
+            assert uid_a in host.uid_block and uid_b in other.uid_block
+            with other.notebook_kernel() as c:                # a run of the other host ends meanwhile...
+                c.run_cell("while True: pass")
+            assert b.run_cell("print('b alive')").output == "b alive\n"   # ...and neither kernel noticed
+            assert a.run_cell("print('a alive')").output == "a alive\n"

@@ -1,0 +1,108 @@
+"""Discovery: lstat before anything, every bad entry a rejection with a reason, duplicates chosen by the files alone."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from course_grader.discover import Candidate, choose, discover
+
+
+def _reasons(root):
+    found, problems = discover(root)
+    return {c.rel: c.reason for c in found}, problems
+
+
+def test_both_layouts_are_found_with_student_and_exercise(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "ex01_capture_boundary.ipynb").write_text("{}")
+    (tmp_path / "bob__ex02_diagnose (1).ipynb").write_text("{}")
+    (tmp_path / "alice" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "alice" / ".ipynb_checkpoints" / "ex01_capture_boundary-checkpoint.ipynb").write_text("{}")
+    found, problems = discover(tmp_path)
+    assert [(c.student, c.exercise, c.ok) for c in found] == [("alice", "ex01", True), ("bob", "ex02", True)]
+    assert problems == []
+
+
+def test_a_folder_named_like_a_submission_is_rejected(tmp_path):
+    (tmp_path / "carol__ex01_x.ipynb").mkdir()
+    reasons, _ = _reasons(tmp_path)
+    assert reasons == {"carol__ex01_x.ipynb": "a folder, not a regular file"}
+
+
+def test_a_symlink_is_rejected_and_never_followed(tmp_path):
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.ipynb"
+    secret.write_text("{}")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "dave__ex01_x.ipynb").symlink_to(secret)
+    (subs / "erin").symlink_to(tmp_path)          # a symlinked student folder is not walked
+    reasons, problems = _reasons(subs)
+    assert reasons == {"dave__ex01_x.ipynb": "a symbolic link, not a regular file"}
+    assert problems == ["erin: a symbolic link, not a student folder; not followed"]
+
+
+def test_a_fifo_is_rejected_without_opening_it(tmp_path):
+    os.mkfifo(tmp_path / "frank__ex01_x.ipynb")
+    reasons, _ = _reasons(tmp_path)   # opening a FIFO for reading would block: this returns at once
+    assert reasons == {"frank__ex01_x.ipynb": "a FIFO (named pipe), not a regular file"}
+
+
+def test_a_device_is_rejected(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("creating a device node needs root")
+    os.mknod(tmp_path / "gina__ex01_x.ipynb", stat.S_IFCHR | 0o600, os.makedev(1, 3))   # like /dev/null
+    reasons, _ = _reasons(tmp_path)
+    assert reasons == {"gina__ex01_x.ipynb": "a device, not a regular file"}
+
+
+def test_names_that_tell_no_student_or_exercise_are_rejected(tmp_path):
+    (tmp_path / "ex01_capture_boundary.ipynb").write_text("{}")
+    (tmp_path / "hank__notes.ipynb").write_text("{}")
+    (tmp_path / "-rf__ex01_x.ipynb").write_text("{}")
+    (tmp_path / "ivy").mkdir()
+    (tmp_path / "ivy" / "deeper").mkdir()
+    (tmp_path / "ivy" / "deeper" / "ex01_x.ipynb").write_text("{}")
+    found, _ = discover(tmp_path)
+    by = {c.rel: c for c in found}
+    assert by["ex01_capture_boundary.ipynb"].student is None and "cannot tell the student" in by["ex01_capture_boundary.ipynb"].reason
+    assert by["hank__notes.ipynb"].student == "hank" and "exercise id" in by["hank__notes.ipynb"].reason
+    assert by["-rf__ex01_x.ipynb"].student is None and "not allowed" in by["-rf__ex01_x.ipynb"].reason
+    assert "ivy/deeper/ex01_x.ipynb" not in by   # folders deeper than one level are not walked
+
+
+def test_an_unlistable_student_folder_is_a_problem_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "jack").mkdir()
+    real = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("jack"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    found, problems = discover(tmp_path)
+    assert found == [] and problems == ["jack: cannot list this folder (Permission denied)"]
+
+
+def test_the_submissions_path_itself_must_be_a_real_folder(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(NotADirectoryError):
+        discover(tmp_path / "link")
+
+
+def _cand(rel, mtime):
+    return Candidate(rel, None, "kim", "ex01", "", mtime, 10)
+
+
+def test_duplicate_choice_depends_only_on_the_files():
+    a, b, c = _cand("kim/ex01_a.ipynb", 5), _cand("kim__ex01_b.ipynb", 9), _cand("kim/ex01_c.ipynb", 9)
+    loadable = {a.rel: True, b.rel: False, c.rel: True}
+    results = {choose(order, lambda x: loadable[x.rel])[0].rel for order in ([a, b, c], [c, b, a], [b, a, c])}
+    assert results == {"kim/ex01_c.ipynb"}          # loadable beats newer-but-broken; then newest; then path
+    counted, ignored = choose([a, c], lambda x: True)
+    assert counted is c and ignored == [a]
+    assert choose([_cand("z", 1), _cand("a", 1)], lambda x: True)[0].rel == "a"

@@ -1,0 +1,76 @@
+"""Feedback pages: title, attempt id and date; hidden tests as id, points and result only; paths from validated ids."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from course_grader.feedback import UnsafePath, page_path
+from conftest import HIDDEN_MARK  # noqa: E402  (shared constants of this folder's conftest)
+
+
+def _all_output_text(out_dir) -> str:
+    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in sorted(out_dir.rglob("*")) if p.is_file())
+
+
+def test_a_failing_hidden_test_shows_id_points_and_result_only(tmp_path, submission, grade_fake, exercises, fake_host):
+    ex = exercises["ex01"]
+    submission("vic", "ex01", answered=False)
+    hosts = []
+
+    def host(*a):
+        hosts.append(fake_host())
+        return hosts[-1]
+
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", host_factory=host)
+    text = _all_output_text(report.out_dir)           # pages, CSVs and the gradebook file itself
+    [hidden] = ex.hidden_tests
+    assert HIDDEN_MARK not in text
+    for line in hidden.source.splitlines():
+        if len(line.strip()) > 12:
+            assert line.strip() not in text, line
+    page = (report.out_dir / "feedback" / "vic" / f"{ex.name}.html").read_text()
+    assert re.search(rf"{hidden.course_id} \(hidden\)</td><td>0 / 3</td>\s*<td class=\"failed\">failed</td><td></td>", page)
+    assert "still the stub" in page                   # a public test's message is shown
+    sent = "\n".join(cell for h in hosts for cell in h.cells)
+    assert hidden.source not in sent                  # never sent to a kernel either
+
+
+def test_each_page_carries_title_attempt_id_and_date(tmp_path, submission, grade_fake, exercises):
+    submission("wes", "ex03")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    [attempt] = report.graded
+    page = (report.out_dir / "feedback" / "wes" / "ex03_predict_recompiles.html").read_text()
+    assert exercises["ex03"].title in page and attempt.key[:16] in page
+    assert re.search(r"graded \d{4}-\d\d-\d\d \d\d:\d\d UTC", page)
+
+
+def test_the_class_index_lists_every_student(tmp_path, submission, grade_fake):
+    students = ["ann", "ben", "cy", "dee"]
+    for s in students:
+        submission(s, "ex01")
+    (tmp_path / "subs" / "eve__ex02_diagnose.ipynb").write_bytes(b"not json")   # rejected, still listed
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    index = (report.out_dir / "feedback" / "index.html").read_text()
+    for s in students + ["eve"]:
+        assert f">{s}</td>" in index and f'href="{s}/' in index
+    for href in re.findall(r'href="([^"]+)"', index):
+        assert (report.out_dir / "feedback" / href).is_file()
+
+
+@pytest.mark.parametrize("student, name", [("..", "x"), ("a/b", "x"), ("ok", "../../etc/passwd"), ("ok", "a/b"),
+                                           (".hidden", "x"), ("ok", "")])
+def test_paths_are_built_only_from_validated_ids(tmp_path, student, name):
+    with pytest.raises(UnsafePath):
+        page_path(tmp_path, student, name)
+
+
+def test_a_hostile_file_name_cannot_write_outside_the_output_folder(tmp_path, submission, grade_fake):
+    submission("fay", "ex01")
+    (tmp_path / "subs" / "fay__ex01_..%2f..%2fescape.ipynb").write_bytes(b"{}")
+    (tmp_path / "subs" / "%2e%2e__ex01_x.ipynb").write_bytes(b"{}")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
+    assert all(str(p).startswith(("subs/", "out/")) for p in written), written
+    assert any(line.startswith("%2e%2e__ex01_x.ipynb: student id") for line in report.unattributed)

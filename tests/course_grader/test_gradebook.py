@@ -1,0 +1,135 @@
+"""The gradebook: idempotent attempts, kill -9 resume, flags cleared with a reason and re-scored."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_grader.cli import main as grade_main
+from course_grader.gradebook import Attempt, Gradebook, TestResult
+from course_grader.status import AttemptStatus, TestStatus
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_grading_twice_changes_nothing(tmp_path, submission, grade_fake):
+    submission("rae", "ex01")
+    submission("sam", "ex02", answered=False)
+    first = grade_fake(tmp_path / "subs", tmp_path / "out")
+    with Gradebook(first.gradebook) as book:
+        before = book.snapshot()
+    second = grade_fake(tmp_path / "subs", tmp_path / "out")
+    assert len(first.graded) == 2 and second.graded == [] and second.skipped == 2
+    with Gradebook(second.gradebook) as book:
+        assert book.snapshot() == before
+
+
+def test_a_hidden_message_is_never_stored(tmp_path):
+    with Gradebook(tmp_path / "g.sqlite") as book:
+        a = Attempt("k", "tia", "ex01", "ex01_x", "t", "p", "s", "s", AttemptStatus.GRADED,
+                    tests=[TestResult("ex01-hidden", True, 3, TestStatus.FAILED, "leak")])
+        with pytest.raises(ValueError, match="hidden"):
+            book.record(a, "2")
+        assert book.attempt("k") is None
+
+
+def _flagged(tmp_path, submission, grade_fake):
+    def patch(nb):
+        nb.cells.append(nbformat.v4.new_code_cell("import torch\ntorch.equal = lambda a, b: True"))
+
+    submission("uma", "ex01", edit=patch)
+    return grade_fake(tmp_path / "subs", tmp_path / "out")
+
+
+def test_clearing_a_flag_records_the_reason_and_rescores(tmp_path, submission, grade_fake, capsys):
+    report = _flagged(tmp_path, submission, grade_fake)
+    with Gradebook(report.gradebook) as book:
+        [row] = book.current()
+    assert row["status"] == "flagged" and row["auto_score"] == 0
+    out = ["--out", str(report.out_dir)]
+    assert grade_main(["--clear-flag", row["key"][:12], *out]) == 2                  # a reason is required
+    assert grade_main(["--clear-flag", "ffff" * 4, "--reason", "x", *out]) == 2       # no such attempt
+    assert grade_main(["--clear-flag", row["key"][:12], "--reason", "patched torch in a scratch cell only", *out]) == 0
+    with Gradebook(report.gradebook) as book:
+        [row] = book.current()
+        assert row["status"] == "graded" and row["auto_score"] == row["auto_possible"] == 8
+        assert book.clearance(row["key"])["reason"] == "patched torch in a scratch cell only"
+        assert {t["status"] for t in book.tests(row["key"])} == {"passed"}
+    assert grade_main(["--clear-flag", row["key"][:12], "--reason", "again", *out]) == 2   # not flagged any more
+    page = (report.out_dir / "feedback" / "uma" / "ex01_capture_boundary.html").read_text()
+    assert "patched torch in a scratch cell only" in page
+    grades = (report.out_dir / "grades.csv").read_text()
+    assert "uma,ex01_capture_boundary,graded,8,8" in grades
+    # grading again keeps the cleared verdict (same attempt key: nothing is re-graded)
+    again = grade_fake(tmp_path / "subs", tmp_path / "out")
+    assert again.skipped == 1
+    with Gradebook(report.gradebook) as book:
+        assert book.current()[0]["status"] == "graded"
+
+
+RUNNER = """
+import sys, time
+sys.path.insert(0, {here!r})
+from conftest import FakeHost, stub_verdicts
+from course_grader.orchestrate import grade_class
+
+class SlowHost(FakeHost):
+    def measure(self, *a):
+        raise AssertionError("not used")
+
+def slow(ex):
+    grade, harness = stub_verdicts(ex)
+    def timed(ctx):
+        time.sleep({delay})
+        return grade(ctx)
+    return timed, harness
+
+grade_class({subs!r}, {out!r}, jobs=1, progress=False, host_factory=lambda h, c, l: SlowHost(), verdict_for=slow)
+print("finished")
+"""
+
+
+def _runner(subs, out, delay):
+    code = RUNNER.format(here=str(HERE), subs=str(subs), out=str(out), delay=delay)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_kill_9_mid_run_then_resume_equals_a_clean_run(tmp_path, submission):
+    for n in range(8):
+        submission(f"st{n}", "ex01", answered=n % 2 == 0)
+    subs = tmp_path / "subs"
+    proc = _runner(subs, tmp_path / "killed", 0.5)
+    db = tmp_path / "killed" / "gradebook.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with sqlite3.connect(db) as c:
+                    if c.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] >= 2:
+                        break
+            except sqlite3.Error:
+                pass
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        done = c.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+        # every attempt is whole: no attempt without its tests
+        assert c.execute("SELECT COUNT(*) FROM attempts a WHERE NOT EXISTS "
+                         "(SELECT 1 FROM tests t WHERE t.key = a.key)").fetchone()[0] == 0
+    assert 2 <= done < 8
+    resumed = _runner(subs, tmp_path / "killed", 0.0)
+    assert "finished" in resumed.communicate(timeout=300)[0]
+    clean = _runner(subs, tmp_path / "clean", 0.0)
+    assert "finished" in clean.communicate(timeout=300)[0]
+    with Gradebook(db) as a, Gradebook(tmp_path / "clean" / "gradebook.sqlite") as b:
+        assert a.snapshot() == b.snapshot() and len(a.current()) == 8

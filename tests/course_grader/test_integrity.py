@@ -1,0 +1,106 @@
+"""Integrity: cells by id, the instructor's cells restored, one profile for every check, no false flags."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from course_grader.integrity import PROFILE, RunCell, check, scan
+from course_grader.release import answered_notebook
+
+
+def _with_cell(ex, code: str, after_kind="solution"):
+    nb = answered_notebook(ex)
+    last = max(i for i, c in enumerate(nb.cells) if c.metadata.get("course", {}).get("kind") == after_kind)
+    nb.cells.insert(last + 1, {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None})
+    return nb
+
+
+def _flags(ex, code):
+    return [f.text for f in check(ex, _with_cell(ex, code)).flags]
+
+
+def test_the_model_answers_of_every_exercise_raise_no_flag(exercises):
+    for ex in exercises.values():
+        checked = check(ex, answered_notebook(ex))
+        assert checked.flags == [] and not checked.reject, ex.name
+
+
+@pytest.mark.parametrize("code", [
+    "max = 3\nprint(max)",
+    "class AssertionError(Exception):\n    pass",
+    "print = lambda *a: None",
+    "explain = lambda *a, **k: 'graphs: 1'",
+    "from torch import equal\nequal = 5",
+    "import torch\nt = torch.zeros(3)\nt.requires_grad = True",
+    "import torch\ntorch._dynamo.config.cache_size_limit = 8",
+    "def f():\n    global len\n    len = 4",
+    "!pip list\n%timeit 1 + 1",
+    "print('✓ all tests passed')",
+])
+def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
+    assert _flags(exercise, code) == []
+
+
+@pytest.mark.parametrize("code, what", [
+    ("import torch\ntorch.equal = lambda a, b: True", "torch.equal"),
+    ("import torch.testing as tt\ntt.assert_close = print", "torch.testing.assert_close"),
+    ("import compile_course.checks as checks\nchecks.passed = print", "compile_course.checks.passed"),
+    ("from torch import testing as _t\nholder = [_t]\nholder[0].assert_close = None", "indirectly"),
+    ("import torch\ndel torch.allclose", "deletes torch.allclose"),
+    ("import builtins\nbuiltins.max = min", "imports builtins"),
+    ("import sys\nsys.modules['torch'] = None", "sys.modules"),
+    ("import ctypes", "imports ctypes"),
+    ("def f():\n    return f.__globals__", ".__globals__"),
+    ("x = ().__class__.__mro__", "__class__"),
+    ("exec('1')", "calls exec()"),
+    ("from course_grader import model", "course_grader"),
+])
+def test_changing_shared_objects_or_reaching_for_the_interpreter_is_flagged(exercise, code, what):
+    flags = _flags(exercise, code)
+    assert flags and any(what in f for f in flags), flags
+
+
+def test_the_scan_reads_the_one_course_profile():
+    cell = [RunCell("your cell #1", "import numpy\nnumpy.pi = 3", "student")]
+    assert scan(cell) != []
+    relaxed = dataclasses.replace(PROFILE, protected_modules=PROFILE.protected_modules - {"numpy"})
+    assert scan(cell, relaxed) == []
+
+
+def test_test_and_locked_cells_are_restored_and_edits_reported(exercise):
+    nb = answered_notebook(exercise)
+    test = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "test")
+    test.source = "pass  # edited"
+    checked = check(exercise, nb)
+    assert any("test cell edited" in f.text for f in checked.flags)
+    run = {c.label: c.source for c in checked.run_cells}
+    assert run[f"test {test.metadata['course']['id']}"] == exercise.cell(test.metadata["course"]["id"]).source
+
+
+def test_hidden_tests_never_reach_the_feedback_kernel(exercises):
+    for ex in exercises.values():
+        sources = [c.source for c in check(ex, answered_notebook(ex)).run_cells]
+        for hidden in ex.hidden_tests:
+            assert hidden.source not in sources
+
+
+def test_a_cell_claiming_a_hidden_id_or_a_new_test_is_flagged(exercise):
+    nb = answered_notebook(exercise)
+    nb.cells.append({"cell_type": "code", "metadata": {"course": {"id": "ex01-hidden-boundary", "kind": "hidden-test"}},
+                     "source": "pass", "outputs": [], "execution_count": None})
+    nb.cells.append({"cell_type": "code", "metadata": {"course": {"id": "ex01-my-test", "kind": "test", "points": 99}},
+                     "source": "pass", "outputs": [], "execution_count": None})
+    texts = [f.text for f in check(exercise, nb).flags]
+    assert any("id of a hidden test" in t for t in texts) and any("claims to be a graded test" in t for t in texts)
+
+
+def test_code_too_deep_for_the_parser_is_a_notice_not_a_crash(exercise):
+    checked = check(exercise, _with_cell(exercise, "x = " + "-" * 100_000 + "1"))
+    assert checked.flags == [] and any("nested too deeply" in f.text for f in checked.notices)
+
+
+def test_the_solution_cells_are_handed_over_by_id(exercise):
+    checked = check(exercise, answered_notebook(exercise))
+    assert checked.cells == {"ex01-rewrite": exercise.cell("ex01-rewrite").source}

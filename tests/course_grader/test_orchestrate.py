@@ -1,0 +1,170 @@
+"""grade_class: one pipeline; batches always finish; duplicates, retries and warm-up behave as documented."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import pytest
+
+from conftest import FakeHost, stub_verdicts
+from course_grader.context import TestVerdict
+from course_grader.gradebook import Gradebook
+from course_grader.orchestrate import GraderError, default_out_dir, grade_class
+from course_grader.sandbox import SandboxFault
+from course_grader.status import FaultKind
+
+
+def test_bad_files_are_rejections_and_the_batch_finishes(tmp_path, submission, grade_fake):
+    submission("good", "ex01")
+    subs = tmp_path / "subs"
+    (subs / "dir__ex01_x.ipynb").mkdir()
+    os.mkfifo(subs / "fifo__ex01_x.ipynb")
+    (subs / "link__ex01_x.ipynb").symlink_to(subs / "good__ex01_capture_boundary.ipynb")
+    (subs / "deep__ex01_x.ipynb").write_text('{"nbformat": 4, "cells": ' + "[" * 20000 + "]" * 20000 + "}")
+    (subs / "ghost__ex09_x.ipynb").write_text("{}")
+    report = grade_fake(subs, tmp_path / "out")
+    assert report.ok
+    with Gradebook(report.gradebook) as book:
+        rows = {r["student"]: r for r in book.current()}
+    assert rows["good"]["status"] == "graded" and rows["good"]["auto_score"] == 8
+    assert rows["dir"]["reason"] == "a folder, not a regular file"
+    assert rows["fifo"]["reason"] == "a FIFO (named pipe), not a regular file"
+    assert rows["link"]["reason"] == "a symbolic link, not a regular file"
+    assert "nested" in rows["deep"]["reason"]
+    assert rows["ghost"]["reason"].startswith("no exercise matches")
+    assert all(rows[s]["status"] == "rejected" for s in ("dir", "fifo", "link", "deep", "ghost"))
+
+
+def _dupes(tmp_path, submission):
+    subs = tmp_path / "subs"
+    submission("hal", "ex01", answered=False)
+    (subs / "hal").mkdir()
+    newer = submission("hal", "ex01", folder=subs / "hal").rename(subs / "hal" / "ex01_capture_boundary.ipynb")
+    os.utime(subs / "hal__ex01_capture_boundary.ipynb", ns=(1_000_000_000, 1_000_000_000))
+    os.utime(newer, ns=(2_000_000_000, 2_000_000_000))
+    shutil.copy(newer, subs / "hal" / "ex01_capture_boundary (copy).ipynb")
+    os.utime(subs / "hal" / "ex01_capture_boundary (copy).ipynb", ns=(2_000_000_000, 2_000_000_000))
+    return subs
+
+
+def test_duplicates_are_reported_and_the_choice_ignores_jobs_and_resume(tmp_path, submission, grade_fake):
+    subs = _dupes(tmp_path, submission)
+    outcomes = []
+    for jobs, out in ((1, "a"), (2, "b"), (2, "a")):       # the third run is a resume of the first
+        report = grade_fake(subs, tmp_path / out, jobs=jobs)
+        assert len(report.duplicates) == 1 and "ignored" in report.duplicates[0]
+        with Gradebook(report.gradebook) as book:
+            [row] = book.current()
+            outcomes.append((row["path"], row["auto_score"], row["ignored"]))
+    assert len(set(outcomes)) == 1
+    assert outcomes[0][0] == "hal/ex01_capture_boundary (copy).ipynb" and outcomes[0][1] == 8
+
+
+class FaultyHost(FakeHost):
+    """``measure`` raises ``kind`` on its first ``fail_times`` calls; records whether others ran meanwhile."""
+
+    def __init__(self, kind, fail_times):
+        super().__init__()
+        self.kind, self.fail_times, self.calls = kind, fail_times, 0
+        self.active, self.lock, self.overlaps = 0, threading.Lock(), []
+
+    def measure(self, harness, entry, payload):
+        with self.lock:
+            self.calls += 1
+            n = self.calls
+            self.active += 1
+            self.overlaps.append((n, self.active))
+        try:
+            time.sleep(0.05)
+            if n <= self.fail_times and not self.warm:
+                raise SandboxFault(self.kind, "your code used 120 s of CPU in measure")
+            return {"ok": True}
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+def measuring_verdicts(ex):
+    def grade(ctx):
+        try:
+            ok = ctx.measure("probe", {})["ok"]
+            msg = ""
+        except SandboxFault as fault:
+            ok, msg = False, str(fault)
+        return [TestVerdict(t.course_id, ok, msg) for t in ex.tests]
+
+    return grade, ex.id
+
+
+def test_a_timeout_is_rerun_alone_and_the_reason_names_the_student(tmp_path, submission):
+    for s in ("ida", "jon", "kai"):
+        submission(s, "ex01")
+    host = FaultyHost(FaultKind.CPU_TIME, fail_times=10**6)
+    report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=2, progress=False, warm=False,
+                         host_factory=lambda *a: host, verdict_for=measuring_verdicts)
+    assert sorted(report.retried) == sorted(p.name for p in (tmp_path / "subs").iterdir())
+    with Gradebook(report.gradebook) as book:
+        rows = book.current()
+    assert all(r["auto_score"] == 0 and "your code used up its CPU time" in r["reason"]
+               and "second run, alone" in r["reason"] for r in rows)
+    retry_calls = [active for n, active in host.overlaps if n > 3]
+    assert retry_calls and max(retry_calls) == 1           # second runs had no company
+
+
+def test_a_transient_fault_costs_nothing(tmp_path, submission):
+    submission("lou", "ex01")
+    host = FaultyHost(FaultKind.CRASHED, fail_times=1)
+    report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False, warm=False,
+                         host_factory=lambda *a: host, verdict_for=measuring_verdicts)
+    assert report.retried and report.graded[0].auto_score == 8 and report.graded[0].reason == ""
+
+
+def test_a_grader_fault_is_never_recorded_as_a_grade(tmp_path, submission):
+    submission("max", "ex01")
+    host = FaultyHost(FaultKind.GRADER, fail_times=10**6)
+    report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False, warm=False,
+                         host_factory=lambda *a: host, verdict_for=measuring_verdicts)
+    assert not report.ok and "not your fault" in report.faults[0]
+    with Gradebook(report.gradebook) as book:
+        assert book.current() == []          # the next run grades it again
+
+
+def test_the_model_answers_warm_the_cache_and_must_get_full_marks(tmp_path, submission, grade_fake):
+    submission("ned", "ex02")
+    seen = []
+
+    class Watch(FakeHost):
+        def notebook_kernel(self):
+            seen.append(self.warm)
+            return super().notebook_kernel()
+
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", host_factory=lambda *a: Watch())
+    assert seen == [True, False] and report.ok      # one warm-up run of ex02's model answers, then ned
+
+    def broken(ex):
+        def grade(ctx):
+            return [TestVerdict(t.course_id, False, "no") for t in ex.tests]
+        return grade, ex.id
+
+    with pytest.raises(GraderError, match="model answers of ex02_diagnose do not get full marks"):
+        grade_fake(tmp_path / "subs", tmp_path / "out2", verdict_for=broken)
+
+
+def test_verdict_code_that_misses_a_test_is_a_grader_fault(tmp_path, submission, grade_fake):
+    submission("oz", "ex01")
+
+    def partial(ex):
+        def grade(ctx):
+            return [TestVerdict(ex.tests[0].course_id, True, "")]
+        return grade, ex.id
+
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", verdict_for=partial, warm=False)
+    assert not report.ok and "the exercise grades" in report.faults[0]
+
+
+def test_a_class_goes_to_its_own_folder_never_the_samples(tmp_path):
+    out = default_out_dir(tmp_path / "fall-2026")
+    assert out.name == "fall-2026" and out.parent.name == "grading" and "samples" not in str(out)
