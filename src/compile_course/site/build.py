@@ -60,11 +60,16 @@ def remote_assets(site: Path) -> list[str]:
     return found
 
 
+def stage_folder(out: Path) -> Path:
+    """Where ``build_site(out)`` stages its sources: beside ``out``, hidden."""
+    return out.with_name(f".{out.name}-source")
+
+
 def build_site(out: Path = BUILD / "site", *, report: bool = True, strict: bool = False) -> Path:
     """Build the whole site into ``out``; return ``out/index.html``. Raises if a step fails."""
     # Sphinx works in a stage beside ``out`` (myst-nb writes its image folder next to
     # Sphinx's output folder, so that must not be build/ itself); the finished pages are copied to ``out``.
-    stage = out.with_name(f".{out.name}-source")
+    stage = stage_folder(out)
     html = stage / "_build" / "html"
     stage_sources(stage)
     status = run_sphinx(stage, html, strict=strict)
