@@ -284,18 +284,21 @@ def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) ->
     """
     checked = extract_function(source, name, allowed, where="measured code")
     import builtins as _builtins
+    import sys
+
+    real_import = _builtins.__import__
+    permitted = allowed.imports
+
+    def limited_import(module, globals=None, locals=None, fromlist=(), level=0):
+        # The AST check already limits `import` statements to ``allowed.imports``; this hook
+        # also serves torch's C code, which imports modules it has already loaded (e.g. for
+        # torch.tensor) through the calling frame's builtins.
+        if level or (module not in permitted and module not in sys.modules):
+            raise ImportError(f"import {module} is not allowed here")
+        return real_import(module, globals, locals, fromlist, level)
 
     scope = dict(namespace)
     scope["__builtins__"] = {n: getattr(_builtins, n) for n in allowed.builtins if hasattr(_builtins, n)}
-    if allowed.imports:
-        real_import = _builtins.__import__
-        permitted = allowed.imports
-
-        def limited_import(module, globals=None, locals=None, fromlist=(), level=0):
-            if module not in permitted or level:
-                raise ImportError(f"import {module} is not allowed here")
-            return real_import(module, globals, locals, fromlist, level)
-
-        scope["__builtins__"]["__import__"] = limited_import
+    scope["__builtins__"]["__import__"] = limited_import
     exec(compile(checked, "<measured>", "exec"), scope)  # noqa: S102 - allow-listed source in the sandbox
     return scope[name]

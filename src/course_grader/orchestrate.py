@@ -230,7 +230,7 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for) -> tuple[list[Te
     return results, measurer.faults, measurer.seconds
 
 
-def _fault_reason(faults: list[tuple[str, Any]]) -> tuple[bool, str]:
+def _fault_reason(faults: list[tuple[str, Any]], retried: bool) -> tuple[bool, str]:
     """``(grader's fault, reason for the student)`` for the faults of a submission's final run."""
     for entry, fault in faults:
         if FaultKind(fault.kind) is FaultKind.GRADER:
@@ -238,11 +238,15 @@ def _fault_reason(faults: list[tuple[str, Any]]) -> tuple[bool, str]:
     entry, fault = faults[0]
     text = STUDENT_FAULT_TEXT.get(FaultKind(fault.kind), str(fault.kind))
     return False, (f"your code {text} while the grader measured {entry}"
-                   f"{': ' + fault.detail[:200] if fault.detail else ''} (confirmed by a second run, alone)")
+                   f"{': ' + fault.detail[:200] if fault.detail else ''}"
+                   f"{' (confirmed by a second run, alone)' if retried else ''}")
 
 
-def grade_submission(job: _Job, host, verdict_for, final: bool) -> tuple[Attempt | None, Timing | None, bool]:
-    """``(attempt, timing, needs a second run alone)``; the attempt is None when it must be re-run."""
+def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = False
+                     ) -> tuple[Attempt | None, Timing | None, bool]:
+    """``(attempt, timing, needs a second run alone)``; the attempt is None when it must be re-run.
+
+    ``final``: this run's faults count (no second run follows); ``retried``: this is the second run."""
     start = time.perf_counter()
     cand, ex = job.cand, job.ex
     attempt = Attempt(job.key, cand.student, ex.id, ex.name, ex.title, cand.rel, job.loaded.sha256, ex.sha256,
@@ -262,7 +266,7 @@ def grade_submission(job: _Job, host, verdict_for, final: bool) -> tuple[Attempt
         return None, None, True
     attempt.tests = tests
     if faults:
-        grader_fault, reason = _fault_reason(faults)
+        grader_fault, reason = _fault_reason(faults, retried)
         if grader_fault:
             attempt.status, attempt.reason = AttemptStatus.FAULT, reason
             return attempt, None, False
@@ -467,7 +471,7 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
 
     def run(job: _Job, final: bool):
         try:
-            return grade_submission(job, host, verdict_for, final)
+            return grade_submission(job, host, verdict_for, final, retried=final)
         except GraderError:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug in the grader, not in the submission

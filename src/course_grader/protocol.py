@@ -63,7 +63,8 @@ class Spawn:
     mode: str                          # "notebook" or "measure"
     uid: int                           # 0 means: do not change uid (not root)
     hide: list[str]                    # folders covered by an empty read-only tmpfs
-    reveal: list[str]                  # folders bound back inside hidden ones (measure: harness/)
+    reveal: list[str]                  # folders made visible inside hidden ones (measure: harness/) ...
+    reveal_from: list[str]             # ... each bound read-only from this folder
     cgroups: list[str]                 # cgroup directories to join (v1: one per hierarchy)
     compile_cache: str                 # "" for none
     cache_writable: bool               # True only while the host is warming the cache

@@ -2,14 +2,15 @@
 
 A run is three processes, all forked from the template (``template.py``):
 
-1. the **reaper** (in the host's PID namespace) joins the run's cgroups, then calls
+1. the **reaper** (in the host's PID namespace, outside the run's cgroups) calls
    ``unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET)`` and builds the mount table
    (:func:`build_mounts`): ``/`` made private, an empty read-only tmpfs over every hidden
    path (solutions, tests, .git, build, the grader's package, submissions, outputs),
    a fresh tmpfs over ``/tmp``, ``/dev/shm``, ``/var/tmp``, ``/run/lock``, the course
    checkout bound back if it lived under one of those, and the compile cache as a
    copy-on-write overlay (or read-write only while warming);
-2. the **init**, PID 1 of the new namespace: mounts a ``/proc`` that shows only the run,
+2. the **init**, PID 1 of the new namespace: joins the run's cgroups (everything it starts
+   inherits them), mounts a ``/proc`` that shows only the run,
    reaps orphans and exits when the worker does, at which point the kernel kills every
    process left in the namespace (nothing survives a run);
 3. the **worker**: sets rlimits, drops to the run's unprivileged uid with
@@ -72,7 +73,7 @@ def is_root() -> bool:
 def join_cgroups(paths: list[str]) -> None:
     for path in paths:
         with open(os.path.join(path, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
+            f.write("0")  # "0": the writing process (its pid may be 1 of a namespace)
 
 
 def unshare_namespaces() -> list[str]:
@@ -112,19 +113,20 @@ def _first_blocked_ancestor(path: str) -> str | None:
     return None
 
 
-def build_mounts(hide: list[str], reveal: list[str], keep: list[str], compile_cache: str,
+def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compile_cache: str,
                  cache_writable: bool, uid: int) -> list[str]:
     """Build the run's mount table in the current (new) mount namespace; notices for what failed.
 
     ``keep``: folders that must stay reachable even if a private dir covers them (the course
-    checkout and the Python installation). ``reveal``: folders inside hidden ones that this
-    run still sees, read-only (the measuring child's ``course_grader/harness``).
+    checkout and the Python installation). ``reveal``: target -> source, folders inside hidden
+    ones that this run still sees, read-only (the measuring child's ``course_grader/harness``).
     """
     notices: list[str] = []
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     # Open everything that must be bound back before anything covers it.
-    reveal = [os.path.realpath(p) for p in reveal if os.path.isdir(p)]
-    reveal_fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in reveal}
+    reveal_fds = {os.path.realpath(target): os.open(source, os.O_PATH | os.O_DIRECTORY)
+                  for target, source in reveal.items()}
+    reveal = list(reveal_fds)
     keep = _outermost(map(os.path.realpath, keep))
     # Folders the run's uid could not traverse anyway (e.g. /root holding pyenv's Python) are
     # covered by an empty tmpfs too, and what the run needs under them is bound back.

@@ -139,7 +139,7 @@ class Template:
 class Run:
     """One sandboxed process tree (reaper, init, worker), watched from the grader."""
 
-    def __init__(self, host: "GradingHost", mode: str, cpu_s_total: int, reveal: list[str]):
+    def __init__(self, host: "GradingHost", mode: str, cpu_s_total: int, reveal: dict[str, str]):
         self.host, self.limits = host, host.limits
         self.uid = host.uids.acquire() if host.uids else 0
         self.cgroup: RunCgroup | None = None
@@ -159,7 +159,8 @@ class Run:
             self.chan, self.out_fd, self.status_fd = chan_ours, out_r, st_r
             self.spawn_nonce = protocol.new_nonce()
             spawn = Spawn(
-                mode=mode, uid=self.uid, hide=[str(p) for p in host.hide], reveal=reveal,
+                mode=mode, uid=self.uid, hide=[str(p) for p in host.hide], reveal=list(reveal),
+                reveal_from=list(reveal.values()),
                 cgroups=self.cgroup.join_paths if self.cgroup else [],
                 compile_cache=str(host.compile_cache) if host.compile_cache else "",
                 cache_writable=host.is_warming, cpu_s_total=cpu_s_total, file_bytes=self.limits.file_bytes,
@@ -260,6 +261,7 @@ class Run:
                     return reply
                 self._pump(POLL_S)
             except ProtocolError as exc:
+                self._check_counters(oom0, pids0, where)
                 self.kill()
                 raise SandboxFault(FaultKind.PROTOCOL, f"the kernel sent a malformed reply in {where} "
                                    f"({exc}); did the code write to the grader's channel?") from None
@@ -354,7 +356,7 @@ class NotebookKernel:
         self.cells_run = 0
 
     def __enter__(self) -> "NotebookKernel":
-        self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal=[])
+        self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal={})
         return self
 
     def __exit__(self, *exc) -> None:
@@ -405,8 +407,11 @@ class GradingHost:
     """Sandbox resources for one grading run; a context manager (see the module docstring)."""
 
     def __init__(self, hide: list[Path] | None = None, compile_cache: Path | None = None,
-                 limits: Limits | None = None):
+                 limits: Limits | None = None, harness_source: Path | None = None):
+        """``harness_source``: the folder measuring children see as ``course_grader/harness``
+        (default: the real one; tests give a folder of probe harnesses)."""
         self.limits = limits or Limits()
+        self.harness_source = Path(harness_source or harness_dir()).resolve()
         self.hide = list(dict.fromkeys([*default_hidden(), *(Path(p) for p in hide or [])]))
         self.compile_cache = Path(compile_cache).resolve() if compile_cache else None
         self.is_warming = False
@@ -465,7 +470,8 @@ class GradingHost:
     def measure(self, harness: str, entry: str, payload: dict) -> dict:
         """``course_grader.harness.<harness>.<entry>(payload)`` in a fresh measuring child."""
         protocol.check_json(payload)
-        run = Run(self, "measure", self.limits.cpu_s_per_cell, reveal=[str(harness_dir())])
+        run = Run(self, "measure", self.limits.cpu_s_per_cell,
+                  reveal={str(harness_dir()): str(self.harness_source)})
         try:
             reply: MeasureReply = run.request(Measure(harness=harness, entry=entry, payload=payload), MeasureReply,
                                               self.limits.cpu_s_per_cell, self.limits.wall_s_backstop,

@@ -59,10 +59,10 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the template ignores it; we wait for our child
     notices: list[str] = []
     try:
-        confine.join_cgroups(spawn.cgroups)
         notices += confine.unshare_namespaces()
         if confine.is_root() and not any(n.startswith("no mount") for n in notices):
-            notices += confine.build_mounts(spawn.hide, spawn.reveal, confine.course_paths(),
+            notices += confine.build_mounts(spawn.hide, dict(zip(spawn.reveal, spawn.reveal_from)),
+                                            confine.course_paths(),
                                             spawn.compile_cache, spawn.cache_writable, spawn.uid)
     except Exception as exc:  # the run must not start half-confined
         protocol.write_all(status_fd, protocol.encode(Started(pid=0, notices=[f"confinement failed: {exc}"],
@@ -84,6 +84,13 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
 def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
     """PID 1 of the run's namespace: mounts /proc, starts the worker, reaps, exits with its status."""
     confine.die_with_parent()
+    try:
+        # The run's cgroups hold init and everything below it, never the reaper: killing the
+        # cgroup ends the run, and the reaper survives to report how it ended.
+        confine.join_cgroups(spawn.cgroups)
+    except OSError as exc:
+        os.write(2, f"course-grader: could not join the run's cgroup: {exc}\n".encode())
+        os._exit(72)
     if os.getpid() != 1:  # no PID namespace: nothing to be init of
         worker(spawn, chan_fd, out_fd)
     confine.mount_proc()
