@@ -2,9 +2,13 @@
 
 Builds ``build/drift-venv-<version>`` (torch as given, every other pin as in
 requirements.txt), re-executes every notebook of notebooks/ and solutions/
-there into ``build/drift/<version>/executed/`` (the stored outputs are not
-touched), compares each compared cell with its stored output and writes
-``build/drift/report.html`` and ``report.json``, with a table in the terminal.
+there into ``build/drift/<version>/executed/``, and once more in this venv
+(the pinned torch) into ``build/drift/reference-<version>/executed/``; the
+stored outputs are not touched. Each compared cell of the two runs is diffed
+(the reference run stands for the stored outputs; where it differs from them,
+the report says the stored outputs are out of date). ``--against-stored``
+skips the reference run and diffs with the stored outputs, as nbval would.
+Writes ``build/drift/report.html`` and ``report.json``, and a table in the terminal.
 """
 
 from __future__ import annotations
@@ -35,17 +39,33 @@ def course_notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) + sorted(SOLUTIONS.glob("ex[0-9][0-9]_*.ipynb"))
 
 
-def compare_all(paths: list[Path], executed: Path, builds: list[BuildFacts], pin: str | None) -> list[NotebookResult]:
+def execute_all(python: Path | str, paths: list[Path], out: Path, jobs: int) -> None:
+    for folder in sorted({p.parent for p in paths}):
+        group = [str(p) for p in paths if p.parent == folder]
+        # The exit status is not the verdict here: failures show up as missing or changed cells.
+        subprocess.run([str(python), "-m", "compile_course.cli", "execute", "--allow-errors",
+                        "--jobs", str(jobs), "--out", str(out / folder.name), *group], cwd=ROOT)
+
+
+def compare_all(paths: list[Path], candidate_dir: Path, reference_dir: Path | None,
+                builds: list[BuildFacts], pin: str | None) -> list[NotebookResult]:
     results = []
     for path in paths:
         name = str(path.relative_to(ROOT))
-        rerun_path = executed / path.parent.name / path.name
-        stored = nbformat.read(path, as_version=4)
-        if not rerun_path.exists():
-            results.append(NotebookResult(name, 0, [], error="the re-run wrote no notebook (see the log above)"))
+        runs = [d / path.parent.name / path.name for d in (candidate_dir, reference_dir) if d is not None]
+        missing = [str(p) for p in runs if not p.exists()]
+        if missing:
+            results.append(NotebookResult(name, 0, [], error=f"no re-run notebook: {', '.join(missing)}"))
             continue
-        results.append(compare_notebooks(name, stored, nbformat.read(rerun_path, as_version=4), builds, pin))
+        stored = nbformat.read(path, as_version=4)
+        candidate, *reference = [nbformat.read(p, as_version=4) for p in runs]
+        results.append(compare_notebooks(name, stored, candidate, builds, pin,
+                                         reference=reference[0] if reference else None))
     return results
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch", required=True, help="a torch version (2.13.0) or a path to a torch wheel")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at a time")
     parser.add_argument("--out", type=Path, default=BUILD / "drift", help="where the report goes")
-    parser.add_argument("--reuse-run", action="store_true", help="compare the previous run again without executing")
+    parser.add_argument("--reuse-run", action="store_true", help="compare the previous runs again without executing")
+    parser.add_argument("--against-stored", action="store_true",
+                        help="compare with the stored outputs only, without a reference run under the pinned torch")
     args = parser.parse_args(argv)
 
     print(f"[1/4] the drift venv for torch {args.torch}", flush=True)
@@ -64,17 +86,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  reference: torch {reference.version} (this venv, the stored outputs); candidate: torch {candidate.version}")
 
     paths = course_notebooks()
-    executed = args.out / label / "executed"
+    candidate_dir = args.out / label / "executed"
+    reference_dir = None if args.against_stored else args.out / f"reference-{reference.version}" / "executed"
     if not args.reuse_run:
+        if reference_dir is not None:
+            print(f"[2/4] re-executing {len(paths)} notebooks under the pinned torch {reference.version} into "
+                  f"{_shown(reference_dir)} (the reference: same code, same moment)", flush=True)
+            execute_all(sys.executable, paths, reference_dir, args.jobs)
         print(f"[2/4] re-executing {len(paths)} notebooks under torch {candidate.version} into "
-              f"{executed.relative_to(ROOT) if executed.is_relative_to(ROOT) else executed}", flush=True)
-        for folder in sorted({p.parent for p in paths}):
-            group = [str(p) for p in paths if p.parent == folder]
-            # The exit status is not the verdict here: failures show up as missing or changed cells.
-            subprocess.run([str(python), "-m", "compile_course.cli", "execute", "--allow-errors",
-                            "--jobs", str(args.jobs), "--out", str(executed / folder.name), *group], cwd=ROOT)
-    print("[3/4] comparing with the stored outputs", flush=True)
-    results = compare_all(paths, executed, [reference, candidate], pinned_torch())
+              f"{_shown(candidate_dir)}", flush=True)
+        execute_all(python, paths, candidate_dir, args.jobs)
+    print("[3/4] comparing" + (" with the stored outputs" if reference_dir is None else
+                               " the two runs, and the reference run with the stored outputs"), flush=True)
+    results = compare_all(paths, candidate_dir, reference_dir, [reference, candidate], pinned_torch())
 
     print("[4/4] writing the report", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

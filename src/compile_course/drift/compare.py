@@ -75,6 +75,7 @@ class NotebookResult:
     compared: int
     changes: list[CellChange]
     error: str = ""        # the run produced no notebook (it crashed or timed out)
+    stale: list[int] = field(default_factory=list)  # cells whose stored output the pinned torch no longer prints
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -135,22 +136,40 @@ def classify(cell, before: list[str], after: list[str], builds: list[BuildFacts]
     return ChangeKind.BEHAVIOUR, "outputs differ beyond version strings"
 
 
-def compare_notebooks(name: str, stored, rerun, builds: list[BuildFacts], pin: str | None = None) -> NotebookResult:
-    """Compare a stored notebook with its re-run, cell by cell (matched by position)."""
+def changed_cells(stored, before, after) -> list[tuple[int, object, list[str], list[str]]]:
+    """``(index, stored cell, before lines, after lines)`` for each compared cell whose outputs differ."""
     rules = sanitize_rules()
-    result = NotebookResult(name, 0, [])
-    if len(stored.cells) != len(rerun.cells):
-        result.error = f"cell count changed: {len(stored.cells)} stored, {len(rerun.cells)} re-run"
+    changed = []
+    for index, (cell, old, new) in enumerate(zip(stored.cells, before.cells, after.cells)):
+        if not is_compared(cell):
+            continue
+        old_lines = as_lines(compared_texts(old.get("outputs", []), rules))
+        new_lines = as_lines(compared_texts(new.get("outputs", []), rules))
+        if old_lines != new_lines:
+            changed.append((index, cell, old_lines, new_lines))
+    return changed
+
+
+def compare_notebooks(name: str, stored, candidate, builds: list[BuildFacts], pin: str | None = None,
+                      reference=None) -> NotebookResult:
+    """Compare the candidate run of one notebook with its stored outputs, cell by cell (matched by position).
+
+    With ``reference`` (the same notebook re-run under the pinned torch), the
+    candidate is compared with that run instead, which isolates what torch
+    changed, and cells where the reference run differs from the stored outputs
+    are listed as ``stale``.
+    """
+    result = NotebookResult(name, sum(is_compared(c) for c in stored.cells), [])
+    runs = [candidate] + ([reference] if reference is not None else [])
+    if any(len(run.cells) != len(stored.cells) for run in runs):
+        counts = ", ".join(str(len(run.cells)) for run in runs)
+        result.error = f"cell count changed: {len(stored.cells)} stored, {counts} re-run (was the notebook edited?)"
         return result
-    for index, (old, new) in enumerate(zip(stored.cells, rerun.cells)):
-        if not is_compared(old):
-            continue
-        result.compared += 1
-        before = as_lines(compared_texts(old.get("outputs", []), rules))
-        after = as_lines(compared_texts(new.get("outputs", []), rules))
-        if before == after:
-            continue
-        kind, reason = classify(old, before, after, builds, pin)
-        diff = "\n".join(difflib.unified_diff(before, after, "stored", "re-run", n=1, lineterm=""))
-        result.changes.append(CellChange(name, index, old.get("id", ""), kind, reason, diff, old.source))
+    before = reference if reference is not None else stored
+    if reference is not None:
+        result.stale = [index for index, *_ in changed_cells(stored, stored, reference)]
+    for index, cell, old, new in changed_cells(stored, before, candidate):
+        kind, reason = classify(cell, old, new, builds, pin)
+        diff = "\n".join(difflib.unified_diff(old, new, "before", "after", n=1, lineterm=""))
+        result.changes.append(CellChange(name, index, cell.get("id", ""), kind, reason, diff, cell.source))
     return result

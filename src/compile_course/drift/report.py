@@ -24,6 +24,7 @@ def totals(results: list[NotebookResult]) -> dict:
         "version_report": sum(c.kind == ChangeKind.VERSION_REPORT for c in changes),
         "behaviour": sum(c.kind == ChangeKind.BEHAVIOUR for c in changes),
         "failed_notebooks": [r.notebook for r in results if r.error],
+        "stale_cells": sum(len(r.stale) for r in results),
     }
 
 
@@ -31,13 +32,15 @@ def headline(summary: dict, reference: str, candidate: str) -> str:
     return (f"torch {candidate} vs stored outputs (torch {reference}): {summary['changed_cells']} of "
             f"{summary['compared_cells']} compared cells changed; {summary['version_report']} only report the "
             f"version, {summary['behaviour']} are behaviour changes"
-            + (f"; {len(summary['failed_notebooks'])} notebook(s) did not run" if summary["failed_notebooks"] else ""))
+            + (f"; {len(summary['failed_notebooks'])} notebook(s) could not be compared" if summary["failed_notebooks"] else "")
+            + (f". Separately, {summary['stale_cells']} stored output(s) differ from a re-run under the pinned torch: "
+               "they are out of date (make outputs)" if summary["stale_cells"] else ""))
 
 
-def _changed_lines(diff: str, limit: int = 2) -> str:
+def _changed_lines(diff: str, limit: int = 2, width: int = 200) -> str:
     lines = [ln for ln in diff.splitlines()[2:] if ln[:1] in "+-"]
-    shown = lines[:limit] + (["..."] if len(lines) > limit else [])
-    return "\n".join(shown)
+    shown = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in lines[:limit]]
+    return "\n".join(shown + ([f"... {len(lines) - limit} more changed line(s)"] if len(lines) > limit else []))
 
 
 def _ordered(results: list[NotebookResult]):
@@ -53,15 +56,15 @@ def print_table(results: list[NotebookResult], reference: str, candidate: str) -
     console = Console()
     table = Table(title=f"Compared cells that changed under torch {candidate}", title_justify="left")
     table.add_column("kind", no_wrap=True)
-    table.add_column("notebook", overflow="fold")
-    table.add_column("cell", justify="right", no_wrap=True)
-    table.add_column("what changed (first lines of the diff)", overflow="fold")
+    table.add_column("cell", overflow="fold", ratio=1)
+    table.add_column("what changed (first lines of the diff)", overflow="fold", ratio=4)
     for change in _ordered(results):
         style = "bold red" if change.kind == ChangeKind.BEHAVIOUR else "dim"
-        table.add_row(change.kind.value, change.notebook, str(change.cell), _changed_lines(change.diff), style=style)
+        where = f"{Path(change.notebook).stem} #{change.cell}"
+        table.add_row(change.kind.value, where, _changed_lines(change.diff), style=style)
     for r in results:
         if r.error:
-            table.add_row("did not run", r.notebook, "-", r.error, style="bold red")
+            table.add_row("not compared", Path(r.notebook).stem, r.error, style="bold red")
     console.print(table)
     console.print(headline(totals(results), reference, candidate))
 
@@ -106,22 +109,26 @@ def write_html(results: list[NotebookResult], path: Path, reference: str, candid
     per_notebook = "".join(
         f"<tr><td>{html.escape(r.notebook)}</td><td>{r.compared}</td>"
         f"<td>{sum(c.kind == ChangeKind.VERSION_REPORT for c in r.changes)}</td>"
-        f"<td>{sum(c.kind == ChangeKind.BEHAVIOUR for c in r.changes)}</td></tr>" for r in results)
+        f"<td>{sum(c.kind == ChangeKind.BEHAVIOUR for c in r.changes)}</td>"
+        f"<td>{len(r.stale)}</td><td>{html.escape(r.error)}</td></tr>" for r in results)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Torch drift report: {html.escape(candidate)}</title>
 <style>{CSS}</style></head><body>
 <h1>What changes under torch {html.escape(candidate)}</h1>
 <p>{html.escape(headline(summary, reference, candidate))}.</p>
 <p>Every notebook in <code>notebooks/</code> and <code>solutions/</code> was re-executed in a venv with torch
-{html.escape(candidate)} and the course's other pins, and compared with its stored outputs the way
-<code>pytest --nbval</code> compares them. A <em>version-report</em> cell only prints which build ran: it is tagged
+{html.escape(candidate)} and the course's other pins, and compared the way <code>pytest --nbval</code> compares
+them with a re-run under the pinned torch {html.escape(reference)} (or, with <code>--against-stored</code>, with the
+stored outputs). A <em>version-report</em> cell only prints which build ran: it is tagged
 <code>version-report</code>, or its outputs are equal once each build's version, commit and CUDA strings are masked.
 Every other difference is a <em>behaviour</em> change, listed first.</p>
 <h2>Per notebook</h2>
-<table><tr><th>notebook</th><th>compared cells</th><th>version-report changes</th><th>behaviour changes</th></tr>
+<table><tr><th>notebook</th><th>compared cells</th><th>version-report changes</th><th>behaviour changes</th>
+<th>stored outputs out of date</th><th>not compared because</th></tr>
 {per_notebook}</table>
 <h2>Changed cells</h2>
-<table><tr><th>kind</th><th>where</th><th>diff (stored → re-run, sanitized as nbval compares)</th></tr>
+<table><tr><th>kind</th><th>where</th><th>diff (before: torch {html.escape(reference)}, after: torch
+{html.escape(candidate)}; sanitized as nbval compares)</th></tr>
 {"".join(rows) or '<tr><td colspan="3">no compared cell changed</td></tr>'}</table>
 </body></html>
 """

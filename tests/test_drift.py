@@ -1,0 +1,142 @@
+"""The drift report's comparison and classification, on two small synthetic notebooks (no second venv)."""
+
+import json
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from compile_course.drift.compare import BuildFacts, ChangeKind, compare_notebooks, is_compared
+from compile_course.drift.environment import other_pins, torch_requirement
+from compile_course.drift.report import totals, write_html, write_json
+
+PINNED = BuildFacts(version="2.14.1+cu130", git_version="5c4886908584aaaa1111bbbb2222cccc3333dddd", cuda="13.0")
+OLDER = BuildFacts(version="2.13.0+cpu", git_version="0123456789abcdef0123456789abcdef01234567", cuda=None)
+
+
+def stdout(text):
+    return new_output("stream", name="stdout", text=text)
+
+
+def error(ename, evalue):
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def code(outputs, tags=(), source="pass", execution_count=1):
+    cell = new_code_cell(source, execution_count=execution_count, outputs=list(outputs))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def notebook(torch_version: str, exception: str, warning: bool, cuda: str = "13.0"):
+    """One lesson as it prints under a given torch: version lines, a table, volatile timings."""
+    start = f"torch {torch_version.split('+')[0]} | python 3.11 | cpu\n"
+    if warning:
+        start += "WARNING: outputs were recorded with torch 2.14.1; yours may differ.\n"
+    nb = new_notebook()
+    nb.cells = [
+        new_markdown_cell("# A lesson"),
+        code([stdout(start)], source="start()"),                                       # 1 version line
+        code([stdout(f"torch wheel   {torch_version}\n")], source="print(boundary)"),  # 2 version table
+        code([stdout(f"float16 | {exception}\nint64   | ok\n")], source="compare(f)"),  # 3 behaviour
+        code([stdout("first call 249 ms\n")], tags=["nbval-ignore-output"]),         # 4 not compared
+        code([stdout(f"built with CUDA {cuda}\n")], tags=["version-report"]),         # 5 tagged
+        code([stdout("7/7 cases agree\n")]),                                         # 6 unchanged
+        code([error("RuntimeError", "planned")], tags=["raises-exception"]),          # 7 unchanged error
+        code([], execution_count=None),                                              # 8 never run: not compared
+    ]
+    return nb
+
+
+@pytest.fixture
+def pinned_and_older():
+    stored = notebook("2.14.1+cu130", "RecompileError", warning=False)
+    rerun = notebook("2.13.0+cpu", "RuntimeError", warning=True, cuda="12.6")
+    return stored, rerun
+
+
+def test_compared_cells_follow_nbval(pinned_and_older):
+    stored, _ = pinned_and_older
+    assert [i for i, c in enumerate(stored.cells) if is_compared(c)] == [1, 2, 3, 5, 6, 7]
+    skip = code([stdout("x")], source="# NBVAL_SKIP\nx")
+    assert not is_compared(skip)
+
+
+def test_version_lines_are_separated_from_a_behaviour_change(pinned_and_older):
+    stored, rerun = pinned_and_older
+    result = compare_notebooks("notebooks/01_x.ipynb", stored, rerun, [PINNED, OLDER], pin="2.14.1")
+    assert result.compared == 6 and result.error == ""
+    kinds = {c.cell: c.kind for c in result.changes}
+    assert kinds == {1: ChangeKind.VERSION_REPORT, 2: ChangeKind.VERSION_REPORT,
+                     3: ChangeKind.BEHAVIOUR, 5: ChangeKind.VERSION_REPORT}
+    reasons = {c.cell: c.reason for c in result.changes}
+    assert reasons[1] == "only lines that name a torch build were added or removed"
+    assert reasons[2] == "equal once the builds' versions are masked"
+    assert reasons[5] == "tagged version-report"
+    behaviour = next(c for c in result.changes if c.cell == 3)
+    assert behaviour.diff.splitlines()[2:] == ["@@ -1,3 +1,3 @@", " [stdout]",
+                                               "-float16 | RecompileError", "+float16 | RuntimeError", " int64   | ok"]
+
+
+def test_a_changed_number_next_to_a_version_is_behaviour():
+    stored = new_notebook(cells=[code([stdout("torch 2.14.1: 2 graph breaks\n")])])
+    rerun = new_notebook(cells=[code([stdout("torch 2.13.0: 3 graph breaks\n")])])
+    [change] = compare_notebooks("nb", stored, rerun, [PINNED, OLDER]).changes
+    assert change.kind == ChangeKind.BEHAVIOUR
+
+
+def test_sanitized_and_skipped_parts_do_not_count():
+    stored = new_notebook(cells=[code([stdout("<A object at 0x7f00aa>\n"), stdout("same\n")])])
+    rerun = new_notebook(cells=[code([stdout("<A object at 0x7f99bb>\nsame\n")])])  # merged streams, new address
+    img = code([new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})])
+    img2 = code([new_output("display_data", data={"image/png": "BBBB", "text/plain": "<Figure>"})])
+    stored.cells.append(img)
+    rerun.cells.append(img2)
+    assert compare_notebooks("nb", stored, rerun, [PINNED, OLDER]).changes == []
+
+
+def test_a_reference_run_isolates_torch_and_flags_stale_stored_outputs(pinned_and_older):
+    stored, rerun = pinned_and_older
+    reference = notebook("2.14.1+cu130", "RecompileError", warning=False)
+    reference.cells[6].outputs = [stdout("6/7 cases agree\n")]  # the code changed since outputs were stored
+    rerun.cells[6].outputs = [stdout("6/7 cases agree\n")]
+    result = compare_notebooks("nb", stored, rerun, [PINNED, OLDER], pin="2.14.1", reference=reference)
+    assert result.stale == [6]
+    assert 6 not in {c.cell for c in result.changes}
+    assert {c.cell for c in result.changes if c.kind == ChangeKind.BEHAVIOUR} == {3}
+
+
+def test_a_changed_cell_count_is_reported_not_compared(pinned_and_older):
+    stored, rerun = pinned_and_older
+    rerun.cells.append(code([stdout("new\n")]))
+    result = compare_notebooks("nb", stored, rerun, [PINNED, OLDER])
+    assert result.changes == [] and "cell count changed" in result.error
+
+
+def test_reports_carry_the_same_figures(pinned_and_older, tmp_path):
+    stored, rerun = pinned_and_older
+    results = [compare_notebooks("notebooks/01_x.ipynb", stored, rerun, [PINNED, OLDER], pin="2.14.1")]
+    assert totals(results) == {"notebooks": 1, "compared_cells": 6, "changed_cells": 4, "version_report": 3,
+                               "behaviour": 1, "failed_notebooks": [], "stale_cells": 0}
+    write_json(results, tmp_path / "report.json", "2.14.1+cu130", "2.13.0+cpu")
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["summary"]["changed_cells"] == 4 and data["candidate_torch"] == "2.13.0+cpu"
+    assert [c["kind"] for c in data["notebooks"][0]["changes"]] == ["version-report"] * 2 + ["behaviour", "version-report"]
+    write_html(results, tmp_path / "report.html", "2.14.1+cu130", "2.13.0+cpu")
+    page = (tmp_path / "report.html").read_text()
+    assert "4 of 6 compared cells changed" in page
+    assert page.index("RuntimeError") < page.index("torch wheel")  # behaviour changes come first
+    assert "http://" not in page and "https://" not in page  # no CDN: it opens offline
+
+
+def test_torch_requirement_accepts_a_version_or_a_wheel(tmp_path):
+    assert torch_requirement("2.13.0") == ("torch==2.13.0", "2.13.0")
+    wheel = tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(b"")
+    assert torch_requirement(str(wheel)) == (str(wheel), "2.13.0+cpu")
+    with pytest.raises(ValueError):
+        torch_requirement("2.13; rm -rf /")
+    with pytest.raises(FileNotFoundError):
+        torch_requirement(str(tmp_path / "torch-9.9.9-none.whl"))
+    assert "torch==" not in other_pins() and "jupyterlab==" in other_pins()
