@@ -146,6 +146,16 @@ def cmd_run(args) -> int:
         summary.append(("sample grading", line, "build/grading/"))
         failed |= not grader_ok
 
+    print("[5/5] building the course site from the stored outputs, with the tlparse report", flush=True)
+    from .site.build import build_site
+    try:
+        site_index = build_site(BUILD / "site")
+    except Exception as exc:  # report it in the summary like the other steps; the run fails
+        summary.append(("course site", f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", ""))
+        failed = True
+    else:
+        summary.append(("course site", "built", str(site_index.relative_to(ROOT))))
+
     print()
     print_summary(summary)
     return 1 if failed else 0
