@@ -1,36 +1,33 @@
-"""nbgrader's autograde throughput on our sample submissions, and the ratio to our grader's.
+"""nbgrader 0.9.6 and our grader on the same submissions, in one run: throughput and ratio, 1 and 2 workers.
 
-    .venv/bin/python scripts/bench_nbgrader.py [--nbgrader-venv /tmp/nbgvenv] [--ours SUBS_PER_MIN]
+    .venv/bin/python scripts/bench_nbgrader.py [--kinds correct unanswered partial] [--keep]
 
-What it measures. The 14 sample submissions that `scripts/bench_grader.py` times
-(tests/samples/submissions/{correct,unanswered,partial}__exNN_*.ipynb) are graded by
-`nbgrader autograde` in one invocation, and the wall time gives submissions per minute.
-Our figure is either given with --ours (e.g. 13.4 from bench_grader.py, jobs=1) or measured
-here by `course grade` on the same 14 files with --jobs 1 into a throwaway gradebook.
+First use: nbgrader is not in requirements.txt (it pulls in the Jupyter server stack), so
+this script creates its own venv at build/nbgrader-venv and installs nbgrader==0.9.6 there
+(about a minute; later runs reuse it). A ``.pth`` file in that venv appends this project's
+.venv site-packages and src/ to its path, so nbgrader's kernels import the same torch and
+``compile_course`` as ours without a second copy of torch.
 
-How. In a temp dir it builds an nbgrader course: each solutions/exNN_*.ipynb becomes
-source/exNN_*/exNN_*.ipynb with our `course` cell metadata mapped to nbgrader's
-(locked -> read-only, solution -> solution cell, test and hidden-test -> autograded test
-cells, answer -> manually graded markdown with points); `nbgrader generate_assignment`
-releases it; each sample is converted the same way (keeping the student's own cells and,
-for the hidden tests the student copy lacks, inserting them where our grader injects them)
-and placed at submitted/<student>/<exercise>/<exercise>.ipynb.
+What is measured. The sample submissions ``{correct,unanswered,partial}__exNN_*.ipynb``
+(tests/samples/submissions) are graded
 
-This script is only the driver: it runs under the project venv and calls nbgrader, which
-needs torch and this package installed in its own venv (see --nbgrader-venv), by path.
+* by ``nbgrader autograde``: the solutions become an nbgrader course (locked -> read-only,
+  solution -> solution cell, test and hidden-test -> autograded test cells, answer ->
+  manually graded markdown); each sample is converted the same way, with the hidden tests
+  inserted where the student copy lacks them. nbgrader has no --jobs: "2 workers" means two
+  ``nbgrader autograde`` processes at once, each on its own course folder with half the
+  students (wall time: the slower one);
+* by ours: ``course_grader.orchestrate.grade_class`` (the function ``course grade`` calls)
+  with --jobs 1 and 2, into a throwaway output folder. Its wall time includes starting the
+  sandbox and warming the compile cache from the model answers (printed apart too).
 
-Caveats (read before quoting the ratio):
-* nbgrader runs every test in the student's own kernel, serially, one notebook after another,
-  with no sandbox, no static scan, no fingerprinting and no tamper checks; our grader does all
-  of those. So this compares throughput, not equivalent guarantees.
-* Hidden tests are plain nbgrader test cells here (not `### BEGIN HIDDEN TESTS` regions), and are
-  present in the converted submissions. Runtime-wise they run exactly as in our grader.
-* nbgrader's Execute timeout is set to our per-cell limit (300 s); its default is 30 s.
-* nbgrader has no --jobs; the comparison is with our --jobs 1. Both start one Python kernel per
-  submission, import torch in it, and run the same cells.
-* The nbgrader time includes its own start-up (one process for all 14) and gradebook writes;
-  the generate_assignment step is not timed.
-* With 14 submissions on a shared 2-core machine, expect a few percent of run-to-run noise.
+It prints submissions per minute for each and the ratio ours / nbgrader for 1 and 2 workers
+(the goal: >= 3 with 1 worker). Figures, not assertions.
+
+Read before quoting the ratio: nbgrader runs every test, hidden ones included, in the
+student's own kernel, with no sandbox; ours runs the notebook once in a sandboxed kernel for
+feedback and computes verdicts in the trusted process from sandboxed measurements. This
+compares throughput, not guarantees. On a shared 2-core machine expect run-to-run noise.
 """
 
 from __future__ import annotations
@@ -39,7 +36,6 @@ import argparse
 import copy
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -48,9 +44,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
 SAMPLES = ROOT / "tests" / "samples" / "submissions"
-KINDS = ("correct", "unanswered", "partial")
-CELL_TIMEOUT = 300  # seconds, our grader's per-cell default
+NBGRADER_VENV = ROOT / "build" / "nbgrader-venv"
+NBGRADER_PIN = "nbgrader==0.9.6"
+CELL_TIMEOUT = 300  # seconds per cell for nbgrader (its default, 30 s, is too short for a cold compile)
 
 
 # ---------------------------------------------------------------- conversion
@@ -114,12 +112,12 @@ def write_nb(nb: dict, path: Path) -> None:
 # ---------------------------------------------------------------- course dir
 
 
-def sample_files() -> list[tuple[str, str, Path]]:
-    """(student, exercise, path) for the 14 samples bench_grader.py grades."""
+def sample_files(kinds: list[str]) -> list[tuple[str, str, Path]]:
+    """(student, exercise, path) for the samples of the given kinds."""
     out = []
     for path in sorted(SAMPLES.glob("*__ex*.ipynb")):
         student, exercise = path.stem.split("__", 1)
-        if student in KINDS:
+        if student in kinds:
             out.append((student, exercise, path))
     return out
 
@@ -132,22 +130,48 @@ def build_course(course: Path, samples: list[tuple[str, str, Path]]) -> None:
         f"c.Execute.timeout = {CELL_TIMEOUT}\n"
         "c.ClearSolutions.code_stub = {'python': 'raise NotImplementedError()'}\n"
     )
+    exercises = {e for _, e, _ in samples}
     for sol in sorted((ROOT / "solutions").glob("ex[0-9][0-9]_*.ipynb")):
-        write_nb(convert_notebook(json.loads(sol.read_text())), course / "source" / sol.stem / sol.name)
+        if sol.stem in exercises:
+            write_nb(convert_notebook(json.loads(sol.read_text())), course / "source" / sol.stem / sol.name)
     for student, exercise, path in samples:
         source = json.loads((ROOT / "solutions" / f"{exercise}.ipynb").read_text())
         submission = with_hidden_tests(json.loads(path.read_text()), source)
         write_nb(convert_notebook(submission), course / "submitted" / student / exercise / f"{exercise}.ipynb")
 
 
-# ---------------------------------------------------------------- running
+# ---------------------------------------------------------------- nbgrader
 
 
-def run(cmd: list, cwd: Path, env: dict, log: Path) -> tuple[float, int]:
-    t0 = time.monotonic()
-    with log.open("w") as fh:
-        rc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
-    return time.monotonic() - t0, rc
+def ensure_nbgrader_venv(venv: Path = NBGRADER_VENV) -> Path:
+    """build/nbgrader-venv with nbgrader 0.9.6, seeing this project's torch and src/ (created on first use)."""
+    nbgrader = venv / "bin" / "nbgrader"
+    if not nbgrader.exists():
+        print(f"first use: creating {venv.relative_to(ROOT)} with {NBGRADER_PIN} (about a minute)", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", NBGRADER_PIN], check=True)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    # Appended after nbgrader's own packages: torch and compile_course come from the project's venv.
+    (Path(site) / "zz_course_project.pth").write_text(f"{ours}\n{ROOT / 'src'}\n")
+    return venv
+
+
+def run(cmd: list, cwd: Path, env: dict, log: Path) -> subprocess.Popen:
+    fh = log.open("w")
+    proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    proc.log = fh  # closed by wait_all
+    return proc
+
+
+def wait_all(procs: list[subprocess.Popen]) -> list[int]:
+    codes = []
+    for proc in procs:
+        codes.append(proc.wait())
+        proc.log.close()
+    return codes
 
 
 GRADES_PY = r"""
@@ -158,9 +182,8 @@ with Gradebook("sqlite:///" + sys.argv[1]) as gb:
     for a in gb.assignments:
         for s in a.submissions:
             for nb in s.notebooks:
-                tests = [g for g in nb.grades if g.cell.cell_type == "code"]
                 out.append(dict(student=s.student.id, exercise=a.name, score=nb.code_score,
-                                possible=nb.max_code_score, failed=nb.failed_tests, tests=len(tests)))
+                                possible=nb.max_code_score, failed=nb.failed_tests))
 print(json.dumps(out))
 """
 
@@ -174,77 +197,78 @@ def nbgrader_grades(venv: Path, course: Path, env: dict) -> list[dict]:
     return json.loads(res.stdout)
 
 
-def measure_ours(samples: list[tuple[str, str, Path]], work: Path) -> tuple[float, float, int]:
-    subs = work / "ours-subs"
+def bench_nbgrader(venv: Path, samples, workers: int, work: Path, env: dict) -> tuple[float, list[dict]]:
+    """Wall time of ``workers`` concurrent ``nbgrader autograde`` runs over the samples, and the grades."""
+    students = sorted({s for s, _, _ in samples})
+    shares = [students[i::workers] for i in range(workers)]
+    courses = []
+    for n, share in enumerate(shares):
+        course = work / f"nbgrader-{workers}w-{n}"
+        course.mkdir()
+        build_course(course, [x for x in samples if x[0] in share])
+        wait_all([run([venv / "bin" / "nbgrader", "generate_assignment", "ex*"], course, env, course / "generate.log")])
+        courses.append(course)
+    t0 = time.monotonic()
+    codes = wait_all([run([venv / "bin" / "nbgrader", "autograde", "ex*"], c, env, c / "autograde.log") for c in courses])
+    wall = time.monotonic() - t0
+    grades = [g for c in courses for g in nbgrader_grades(venv, c, env)]
+    if any(codes) or len(grades) < len(samples):
+        print(f"  nbgrader exit codes {codes}; {len(grades)}/{len(samples)} graded; log tail:\n"
+              + (courses[0] / "autograde.log").read_text()[-2000:])
+    return wall, grades
+
+
+# ---------------------------------------------------------------- ours
+
+
+def bench_ours(samples, workers: int, work: Path):
+    from course_grader.orchestrate import grade_class
+
+    subs = work / f"ours-subs-{workers}"
     subs.mkdir()
     for _, _, path in samples:
         shutil.copy(path, subs / path.name)
-    cmd = [ROOT / ".venv" / "bin" / "course", "grade", subs, "--jobs", "1", "--no-progress",
-           "--gradebook", work / "ours.sqlite", "--out", work / "ours-out"]
-    wall, rc = run(cmd, ROOT, dict(os.environ), work / "ours.log")
-    return 60 * len(samples) / wall, wall, rc
+    t0 = time.monotonic()
+    report = grade_class(subs, work / f"ours-out-{workers}", jobs=workers, progress=False)
+    return time.monotonic() - t0, report
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nbgrader-venv", type=Path, default=Path("/tmp/nbgvenv"),
-                   help="venv with nbgrader, torch and this package (pip install --no-deps -e .)")
-    p.add_argument("--ours", type=float, metavar="SUBS_PER_MIN",
-                   help="our grader's jobs=1 throughput; if omitted, measured with `course grade --jobs 1`")
-    p.add_argument("--keep", action="store_true", help="keep the temp course directory and print its path")
+    p.add_argument("--kinds", nargs="+", default=["correct", "unanswered", "partial"])
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--keep", action="store_true", help="keep the temp folders and print their path")
     args = p.parse_args(argv)
 
-    venv = args.nbgrader_venv.resolve()
-    nbgrader = venv / "bin" / "nbgrader"
-    if not nbgrader.exists():
-        print(f"no nbgrader at {nbgrader}; create the venv first (see the module docstring)", file=sys.stderr)
-        return 2
+    venv = ensure_nbgrader_venv()
     env = dict(os.environ, PATH=f"{venv / 'bin'}:{os.environ.get('PATH', '')}", VIRTUAL_ENV=str(venv))
     env.pop("PYTHONPATH", None)
-    check = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch, compile_course; print(torch.__version__)"],
-                           env=env, capture_output=True, text=True)
+    check = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch, compile_course, nbgrader; "
+                            "print(torch.__version__, nbgrader.__version__)"], env=env, capture_output=True, text=True)
     if check.returncode != 0:
-        print(f"{venv} lacks torch or compile_course:\n{check.stderr[-1000:]}", file=sys.stderr)
+        print(f"{venv} cannot import torch, compile_course and nbgrader:\n{check.stderr[-1000:]}", file=sys.stderr)
         return 2
-    version = subprocess.run([str(nbgrader), "--version"], env=env, capture_output=True, text=True).stdout
-    version = re.search(r"nbgrader version (\S+)", version)
-
-    samples = sample_files()
+    torch_version, nbg_version = check.stdout.split()
+    samples = sample_files(args.kinds)
+    print(f"nbgrader {nbg_version} vs course_grader, torch {torch_version}; {len(samples)} submissions "
+          f"({', '.join(args.kinds)}) of {len({e for _, e, _ in samples})} exercises")
     work = Path(tempfile.mkdtemp(prefix="bench-nbgrader-"))
-    course = work / "course"
-    course.mkdir()
+    rows = []
     try:
-        build_course(course, samples)
-        print(f"nbgrader {version.group(1) if version else '?'} (torch {check.stdout.strip()} in {venv}); "
-              f"{len(samples)} sample submissions, {len({e for _, e, _ in samples})} assignments")
-
-        wall, rc = run([nbgrader, "generate_assignment", "ex*"], course, env, work / "generate.log")
-        if rc != 0:
-            print(f"generate_assignment failed (exit {rc}); log:\n{(work / 'generate.log').read_text()[-3000:]}")
-            return 1
-        print(f"generate_assignment: {wall:.1f} s (not counted)")
-
-        wall, rc = run([nbgrader, "autograde", "ex*"], course, env, work / "autograde.log")
-        grades = nbgrader_grades(venv, course, env)
-        done = {(g["student"], g["exercise"]) for g in grades}
-        autograded = [(s, e) for s, e, _ in samples
-                      if (course / "autograded" / s / e / f"{e}.ipynb").exists() and (s, e) in done]
-        nbg_rate = 60 * len(samples) / wall
-        print(f"nbgrader autograde: {len(samples)} in {wall:.1f} s = {nbg_rate:.1f} submissions/min "
-              f"(exit {rc}; {len(autograded)}/{len(samples)} autograded)")
-        for g in sorted(grades, key=lambda g: (g["exercise"], g["student"])):
-            print(f"  {g['student']:11} {g['exercise']:28} tests {g['score']:g}/{g['possible']:g}"
-                  f"  failed tests: {'yes' if g['failed'] else 'no'}")
-        if len(autograded) < len(samples) or rc != 0:
-            print(f"autograde log tail:\n{(work / 'autograde.log').read_text()[-3000:]}")
-
-        if args.ours is not None:
-            ours, how = args.ours, "given on the command line"
-        else:
-            ours, ours_wall, ours_rc = measure_ours(samples, work)
-            how = f"measured: `course grade --jobs 1`, {len(samples)} in {ours_wall:.1f} s, exit {ours_rc}"
-        print(f"ours: {ours:.1f} submissions/min ({how})")
-        print(f"ratio nbgrader / ours = {nbg_rate / ours:.2f}  (ours / nbgrader = {ours / nbg_rate:.2f})")
+        for workers in args.workers:
+            nbg_wall, grades = bench_nbgrader(venv, samples, workers, work, env)
+            ours_wall, report = bench_ours(samples, workers, work)
+            nbg_rate, ours_rate = 60 * len(samples) / nbg_wall, 60 * len(samples) / ours_wall
+            rows.append((workers, nbg_rate, ours_rate))
+            print(f"workers={workers}: nbgrader {len(samples)} in {nbg_wall:6.1f} s = {nbg_rate:5.1f}/min "
+                  f"({len(grades)} graded) | ours {ours_wall:6.1f} s = {ours_rate:5.1f}/min "
+                  f"(sandbox start + warm cache {report.warm_s:.1f} s, {len(report.graded)} graded, "
+                  f"{len(report.faults)} grader faults) | ours / nbgrader = {ours_rate / nbg_rate:.2f}", flush=True)
+            for fault in report.faults:
+                print(f"  our grader fault: {fault}")
+        print("\nratio ours / nbgrader (submissions per minute):")
+        for workers, nbg_rate, ours_rate in rows:
+            print(f"  {workers} worker(s): {ours_rate / nbg_rate:.2f}x")
     finally:
         if args.keep:
             print(f"kept {work}")
