@@ -42,3 +42,16 @@ html_theme_options = {
 # The notebooks carry no math, so Sphinx adds no MathJax script to any page
 # (it does so only on pages with equations). If one ever does, the build's
 # offline check (compile_course.site.build.remote_assets) fails on the CDN URL.
+
+# Keep the build's progress short: myst and myst-nb each print their whole
+# configuration (one line of a thousand characters) on every build.
+import logging  # noqa: E402
+
+
+class _NoConfigDump(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ParserConfig(" not in record.getMessage()
+
+
+for _name in ("sphinx.myst_nb.sphinx_ext", "sphinx.myst_parser.sphinx_ext.main"):
+    logging.getLogger(_name).addFilter(_NoConfigDump())
