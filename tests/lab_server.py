@@ -63,7 +63,8 @@ def jupyter_server(root_dir: Path, state_dir: Path, *, app: str = "jupyter_serve
         (state_dir / "config" / "jupyter_server_config.json").write_text(json.dumps(
             {"ServerApp": {"jpserver_extensions": {name: False for name in OPTIONAL_EXTENSIONS}}}))
     env.update(JUPYTER_RUNTIME_DIR=str(state_dir / "runtime"), JUPYTER_CONFIG_DIR=str(state_dir / "config"),
-               JUPYTERLAB_WORKSPACES_DIR=str(state_dir / "workspaces"), IPYTHONDIR=str(state_dir / "ipython"))
+               JUPYTERLAB_WORKSPACES_DIR=str(state_dir / "workspaces"),
+               JUPYTERLAB_SETTINGS_DIR=str(state_dir / "lab-settings"), IPYTHONDIR=str(state_dir / "ipython"))
     env.pop("JUPYTER_TOKEN", None)
     log = state_dir / "server.log"
     command = [sys.executable, "-m", app, "--no-browser", f"--port={port}", "--ip=127.0.0.1",

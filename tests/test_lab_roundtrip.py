@@ -1,0 +1,131 @@
+"""Opening a notebook in JupyterLab and saving it leaves the file byte for byte as stored.
+
+Lab, on opening a notebook with a kernel, sets two metadata keys: ``kernelspec``
+(name, display name and language of the kernel spec) and ``language_info``
+(what the kernel's ``kernel_info_reply`` says). The course stores exactly that
+(``normalize.lab_metadata``). Two checks, both on a temporary copy of the course:
+
+- every lesson, solution and exercise through a real Jupyter server: GET it with
+  the contents API, set the two keys from the server's kernel spec and a real
+  kernel's ``kernel_info_reply`` as Lab does, PUT (save) it, compare bytes;
+- one lesson and one exercise in real JupyterLab in headless Chromium, when
+  Playwright and Chromium are installed: open, let the kernel start, check the
+  document is not marked changed, save, compare bytes.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compile_course.notebooks.normalize import lab_metadata
+from lab_server import jupyter_server, kernel_for
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("notebooks", "solutions", "exercises")
+NOTEBOOKS = [str(p.relative_to(ROOT)) for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+RELEASE_PENDING = pytest.mark.xfail(
+    strict=True,
+    reason="course_grader.release still drops language_info; it must call "
+           "compile_course.notebooks.normalize.apply_lab_metadata on each exercise it writes")
+
+
+def params(paths):
+    return [pytest.param(p, marks=RELEASE_PENDING) if p.startswith("exercises/") else p for p in paths]
+
+
+def copy_course(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("course")
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, root / folder)
+    return root
+
+
+@pytest.fixture(scope="module")
+def course_copy(tmp_path_factory):
+    return copy_course(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def lab_copy(tmp_path_factory):
+    """A copy of its own: the server test's saves must not pre-normalize what Lab opens."""
+    return copy_course(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def server(course_copy, tmp_path_factory):
+    with jupyter_server(course_copy, tmp_path_factory.mktemp("jupyter-state")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def what_lab_writes(server):
+    """The two keys, from the server's kernel spec and a real kernel's kernel_info_reply."""
+    spec = server.api("GET", "/api/kernelspecs").json()["kernelspecs"]["python3"]["spec"]
+    with kernel_for(server, NOTEBOOKS[0]) as kernel:
+        reply, _ = kernel.request("kernel_info_request", {})
+    return {"kernelspec": {"name": "python3", "display_name": spec["display_name"], "language": spec["language"]},
+            "language_info": reply["content"]["language_info"]}
+
+
+def test_the_stored_metadata_is_what_lab_writes(what_lab_writes):
+    assert lab_metadata() == what_lab_writes
+
+
+@pytest.mark.parametrize("path", params(NOTEBOOKS))
+def test_open_and_save_through_the_server_changes_no_byte(path, server, course_copy, what_lab_writes):
+    before = (course_copy / path).read_bytes()
+    model = server.api("GET", f"/api/contents/{path}", params={"type": "notebook", "content": 1}).json()
+    model["content"]["metadata"].update(what_lab_writes)
+    server.api("PUT", f"/api/contents/{path}", json={"type": "notebook", "format": "json", "content": model["content"]})
+    after = (course_copy / path).read_bytes()
+    assert after == before, f"saving {path} rewrote it: run `course normalize {path}`"
+
+
+OPEN_AND_SAVE = """async (path) => {
+  const app = window.jupyterapp;
+  await app.restored;
+  const widget = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+  await widget.context.ready;
+  await widget.sessionContext.ready;
+  const kernel = widget.sessionContext.session.kernel;
+  await kernel.info;
+  await kernel.spec;
+  await new Promise(resolve => setTimeout(resolve, 500));  // Lab's own metadata updates follow these promises
+  const dirty = widget.context.model.dirty;
+  const metadata = {kernelspec: widget.context.model.getMetadata('kernelspec'),
+                    language_info: widget.context.model.getMetadata('language_info')};
+  await widget.context.save();
+  await widget.sessionContext.shutdown();
+  widget.dispose();
+  return {dirty, metadata};
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab_copy, tmp_path_factory):
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM:
+        pytest.skip("no Chromium on this machine")
+    state = tmp_path_factory.mktemp("lab-state")
+    with jupyter_server(lab_copy, state, app="jupyterlab", extra_args=["--LabApp.expose_app_in_browser=True"]) as lab:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(f"{lab.url}/lab?token={lab.token}")
+                page.wait_for_function("window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
+                                       timeout=120_000)
+                yield page
+            finally:
+                browser.close()
+
+
+@pytest.mark.parametrize("path", params(["notebooks/01_lesson_goals.ipynb", "exercises/ex01_capture_boundary.ipynb"]))
+def test_open_and_save_in_jupyterlab_changes_no_byte(path, lab_page, lab_copy):
+    before = (lab_copy / path).read_bytes()
+    result = lab_page.evaluate(OPEN_AND_SAVE, path)
+    assert result["metadata"] == lab_metadata()
+    assert not result["dirty"], f"Lab marked {path} as changed on opening it"
+    assert (lab_copy / path).read_bytes() == before
