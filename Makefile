@@ -14,7 +14,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
-## course: execute every lesson notebook, render HTML, regenerate exercises, grade the samples
+## course: execute every lesson notebook, render HTML, regenerate exercises, grade the samples, build the site
 course: $(STAMP)
 	$(BIN)/course run
 
