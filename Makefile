@@ -6,13 +6,23 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: course test lab outputs release grade bench site clean-venv
+.PHONY: course test lab outputs drift release grade bench site clean-venv
+
+# TORCH_INDEX: install torch from another index first, e.g. PyTorch's CPU-only wheels (see README):
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 
 $(STAMP): requirements.txt pyproject.toml
+	@echo "[setup 1/3] $(VENV): a virtual environment from $(PYTHON)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@echo "[setup 2/3] the pinned packages of requirements.txt. torch from PyPI is a CUDA build:"
+	@echo "            about 2.8 GB to download with its CUDA libraries and 6 GB installed; several minutes."
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --progress-bar on "$$(grep '^torch==' requirements.txt)" --index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install --progress-bar on -r requirements.txt
+	@echo "[setup 3/3] the course package itself (editable)"
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
+	@echo "set-up done: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 
 ## course: execute every lesson notebook, render HTML, regenerate exercises, grade the samples, build the site
 course: $(STAMP)
@@ -22,9 +32,9 @@ course: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile
 
-## lab: open JupyterLab on the course
+## lab: open JupyterLab at the course root (notebooks/, exercises/ and solutions/ all reachable)
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)"
 
 ## site: build the course site alone into build/site/ (Sphinx over the stored outputs, plus a tlparse report)
 site: $(STAMP)
@@ -33,6 +43,12 @@ site: $(STAMP)
 ## outputs: re-execute notebooks and store their normalized outputs (the only writer of stored outputs)
 outputs: $(STAMP)
 	$(BIN)/course execute notebooks/*.ipynb solutions/*.ipynb
+
+## drift: re-run every notebook and solution under another torch and report what changed, e.g.
+##        make drift TORCH=2.13.0   or   make drift TORCH=path/to/torch-X.whl   (report: build/drift/report.html)
+drift: $(STAMP)
+	@test -n "$(TORCH)" || { echo "usage: make drift TORCH=<torch version or wheel path>"; exit 2; }
+	$(BIN)/course drift --torch "$(TORCH)" --jobs $(JOBS)
 
 ## release: regenerate exercises/ from solutions/
 release: $(STAMP)

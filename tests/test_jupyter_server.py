@@ -1,6 +1,9 @@
 """A real Jupyter server from this venv runs a lesson's first code cell with the course's own package."""
 
 import json
+import re
+import shutil
+import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -45,3 +48,29 @@ def test_a_lesson_cell_runs_on_the_course_venv_and_package(server):
     assert Path(where["package"]) == ROOT / "src" / "compile_course" / "__init__.py"
     assert where["python"] == sys.executable  # the venv's python, not the interpreter it links to
     assert Path(where["cwd"]) == ROOT / "notebooks"  # the kernel starts next to the notebook, as in Lab
+
+
+def lesson_links() -> set[Path]:
+    """Every notebook a lesson links to (lessons, exercises), resolved from the lesson's folder."""
+    targets = set()
+    for lesson in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(lesson, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                for link in re.findall(r"\]\(([^)#\s]+\.ipynb)", cell.source):
+                    targets.add((lesson.parent / link).resolve())
+    return targets
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_lab_serves_the_course_root_so_every_lesson_link_opens(server):
+    dry_run = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    match = re.search(r"jupyter lab .*--ServerApp\.root_dir=\"?([^\"\s]+)", dry_run)
+    assert match, dry_run
+    root = Path(match.group(1)).resolve()
+    assert root == ROOT
+    links = lesson_links()
+    assert any(p.parent.name == "exercises" for p in links) and any(p.parent.name == "notebooks" for p in links)
+    for target in sorted(links):
+        relative = target.relative_to(root)  # raises if Lab could not reach it from its root
+        model = server.api("GET", f"/api/contents/{relative.as_posix()}", params={"content": 0}).json()
+        assert model["type"] == "notebook", relative
