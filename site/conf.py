@@ -7,6 +7,8 @@ as they are: nothing is executed. Nothing is loaded from the network: no
 launch buttons, no repository buttons, no math renderer from a CDN.
 """
 
+import logging
+
 project = "torch.compile: compilation and graph-break contracts"
 author = "the course authors"
 copyright = "the course authors"
@@ -45,8 +47,6 @@ html_theme_options = {
 
 # Keep the build's progress short: myst and myst-nb each print their whole
 # configuration (one line of a thousand characters) on every build.
-import logging  # noqa: E402
-
 
 class _NoConfigDump(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import threading
 import urllib.error
 import urllib.request
@@ -24,8 +23,10 @@ from urllib.parse import urldefrag, urlsplit
 
 import nbformat
 import pytest
+from playwright.sync_api import sync_playwright
 
-from compile_course.site.build import REPORT_FOLDER, build_site, stage_folder
+from compile_course.site.build import REPORT_FOLDER, build_site, remote_assets, stage_folder
+from compile_course.site.published_links import published_target
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -34,13 +35,12 @@ LOCAL_HOST = "127.0.0.1"
 PAGE_TIMEOUT_MS = 30_000
 SEARCH_WORD = "guard"
 
-if not CHROMIUM.exists():
-    reason = ("Debian's chromium is not installed at /usr/bin/chromium"
-              + ("; as root, run `apt-get install -y chromium` (.ci/run does)" if os.geteuid() == 0
-                 else " and this user is not root, so it cannot be installed here"))
-    pytest.skip(reason, allow_module_level=True)
-
-from playwright.sync_api import sync_playwright  # noqa: E402  (only once chromium is known to exist)
+def _no_chromium_reason() -> str | None:
+    if CHROMIUM.exists():
+        return None
+    return ("Debian's chromium is not installed at /usr/bin/chromium"
+            + ("; as root, run `apt-get install -y chromium` (.ci/run does)" if os.geteuid() == 0
+               else " and this user is not root, so it cannot be installed here"))
 
 
 def first_heading(path: Path) -> str:
@@ -71,8 +71,31 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def test_remote_assets_names_what_a_page_would_fetch(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "p.html").write_text(
+        '<script src="https://cdn.example/mathjax.js"></script><link rel="stylesheet" href="//fonts.example/a.css">'
+        '<img src="../_images/plot.png"><a href="https://example.org/">a link is not a load</a>')
+    (tmp_path / "q.html").write_text('<script src="_static/local.js"></script>')
+    found = remote_assets(tmp_path)
+    assert len(found) == 2 and all(line.startswith("sub/p.html: ") for line in found), found
+
+
+@pytest.mark.parametrize(("docname", "target", "published"), [
+    ("notebooks/04_breaks_vs_recompiles", "../tlparse/index.html", True),
+    ("tlparse", "tlparse/index.html#frag", True),
+    ("notebooks/04_breaks_vs_recompiles", "tlparse/index.html", False),  # notebooks/tlparse/ is not published
+    ("notebooks/04_breaks_vs_recompiles", "05_fixtures_are_not_diagnostics.ipynb", False),
+    ("index", "https://example.org/tlparse/index.html", False),
+])
+def test_published_target(docname, target, published):
+    assert published_target(docname, target) is published
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
+    if _no_chromium_reason():  # the build is only needed by the browser checks
+        pytest.skip(_no_chromium_reason())
     out = tmp_path_factory.mktemp("site") / "site"
     build_site(out, strict=True)  # strict: a Sphinx warning (e.g. a dead cross-reference) fails here
     return out
@@ -108,6 +131,8 @@ def base_url(site):
 @pytest.fixture(scope="module")
 def browser_page(base_url):
     """One headless chromium page; every request it makes is recorded, and any off 127.0.0.1 is aborted."""
+    if _no_chromium_reason():
+        pytest.skip(_no_chromium_reason())
     requests: dict[str, list[str]] = {"outside": [], "failed": []}
 
     def route(route, request):
@@ -176,8 +201,8 @@ def crawl(base_url, browser_page) -> dict[str, Page]:
             continue
         response = page.goto(url, wait_until="load")
         data = page.evaluate(_READ_PAGE)
-        pages[url] = Page(url, response.status if response else 0, data["title"], data["links"], set(data["ids"]), data["broken"], data["plots"],
-                          data["sidebar"], data["toc"], (data["prev"], data["next"]))
+        pages[url] = Page(url, response.status if response else 0, data["title"], data["links"], set(data["ids"]),
+                          data["broken"], data["plots"], data["sidebar"], data["toc"], (data["prev"], data["next"]))
         for link in data["links"]:
             target = urldefrag(link).url.split("?", 1)[0]
             if target.startswith(base_url) and target.endswith(".html") and target not in pages:

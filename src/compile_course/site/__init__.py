@@ -1,1 +1,2 @@
-"""The course site: ``build`` renders notebooks/ and exercises/ with Sphinx, ``tlparse_report`` adds torch's trace report."""
+"""The course site: ``build`` renders notebooks/ and exercises/ with Sphinx;
+``tlparse_report`` adds torch's own trace report."""

@@ -48,7 +48,8 @@ def run_sphinx(stage: Path, html: Path, *, strict: bool = False) -> int:
     return build_main([*argv, str(stage), str(html)])
 
 
-_LOADED_URL = re.compile(r"<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)=[\"'](https?:)?//[^\"']*", re.I)
+_LOADED_URL = re.compile(  # a tag that makes the browser fetch an absolute or protocol-relative URL
+    r"<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)=[\"'](https?:)?//[^\"']*", re.IGNORECASE)
 
 
 def remote_assets(site: Path) -> list[str]:

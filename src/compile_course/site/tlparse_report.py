@@ -24,7 +24,7 @@ TLPARSE_TIMEOUT_S = 120
 # tlparse's own option for a header: a way back into the course site
 BACK_LINKS = ('<p><a href="../tlparse.html">How this report was made</a> · '
               '<a href="../index.html">Course home</a></p>')
-_COLLECTIVES_PARAGRAPH = re.compile(r"<p>\s*<a href=\"collectives_parity\.json\">.*?</p>\s*", re.S)
+_COLLECTIVES_PARAGRAPH = re.compile(r"<p>\s*<a href=\"collectives_parity\.json\">.*?</p>\s*", re.DOTALL)
 
 
 def tlparse_command() -> str:
