@@ -105,9 +105,10 @@ class Finding:
 class RunCell:
     """One cell of the notebook the feedback kernel runs."""
 
-    label: str       # "locked ex01-setup", "solution ex01-rewrite", "your cell #7", "test ex01-test-values"
+    label: str       # "locked ex01-setup", "solution ex01-rewrite", "your cell #7"
     source: str
-    role: str        # locked | solution | student | test
+    role: str        # locked | solution | student
+    cell_id: str = ""    # what the sandbox calls it in its messages: the course id, or "#7"
 
 
 @dataclass
@@ -211,9 +212,12 @@ def check(ex: Exercise, nb: dict) -> Checked:
 
 
 def assemble(ex: Exercise, cells: list[_SubCell]) -> list[RunCell]:
-    """The feedback notebook: the instructor's locked code and public tests, the student's
-    solution cells, and the student's own code cells right after the source cell they followed.
-    Hidden tests are never part of it."""
+    """The feedback notebook: the instructor's locked code, the student's solution cells, and the
+    student's own code cells right after the source cell they followed.
+
+    Test cells are not part of it: their results come from the trusted verdicts (a public test's
+    message is on the feedback page), and running them here would only cost time. Hidden tests
+    never reach any kernel."""
     first_seen: dict[str, int] = {}
     for c in cells:
         if c.course_id and c.course_id not in first_seen:
@@ -229,18 +233,18 @@ def assemble(ex: Exercise, cells: list[_SubCell]) -> list[RunCell]:
 
     def add_followers(key) -> None:
         for c in followers.get(key, []):
-            run.append(RunCell(f"your cell #{c.position + 1}", c.source, "student"))
+            run.append(RunCell(f"your cell #{c.position + 1}", c.source, "student", f"#{c.position + 1}"))
 
     add_followers(None)
     for src in ex.cells:
         if not src.course_id:
             continue
-        if src.kind in (CellKind.LOCKED, CellKind.TEST) and src.cell_type == "code":
-            run.append(RunCell(f"{src.kind} {src.course_id}", src.source, str(src.kind)))
+        if src.kind is CellKind.LOCKED and src.cell_type == "code":
+            run.append(RunCell(f"locked {src.course_id}", src.source, "locked", src.course_id))
         elif src.kind is CellKind.SOLUTION:
             code = [c for c in cells if c.course_id == src.course_id and c.cell_type == "code"]
             for c in code:
-                run.append(RunCell(f"solution {src.course_id}", c.source, "solution"))
+                run.append(RunCell(f"solution {src.course_id}", c.source, "solution", src.course_id))
         add_followers(src.course_id)
     return run
 

@@ -7,8 +7,8 @@ Called by ``course grade`` (cli.py), by the sample grading of ``course run``
    a rejection with its reason, never a grader fault;
 2. **integrity**: cells matched by course id, locked and test cells taken from the
    exercise, findings reported; a flag voids the points until an instructor clears it;
-3. **feedback run**: the assembled notebook (locked code, the student's cells, the
-   public tests; never a hidden test) runs in ``host.notebook_kernel()``. Its output
+3. **feedback run**: the assembled notebook (locked code and the student's cells; no test
+   cell, never a hidden test) runs in ``host.notebook_kernel()``. Its output
    and errors are shown to the student and never change a score;
 4. **verdicts**: ``course_grader.exercises.<exNN>.grade(GradeContext(...))`` computes
    one ``TestVerdict`` per graded test cell in this (trusted) process, from data
@@ -160,7 +160,7 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
                 if stopped is not None:
                     records.append(CellRecord(cell.label, CellStatus.NOT_RUN, "", f"not run: {stopped}"))
                     continue
-                result = kernel.run_cell(cell.source, cell.label)
+                result = kernel.run_cell(cell.source, cell.cell_id)
                 status = CellStatus(result.status)
                 if cell.role in ("solution", "student"):
                     student_cpu += float(result.cpu_s or 0.0)

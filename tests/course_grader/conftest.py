@@ -158,3 +158,13 @@ def grade_fake():
         return grade_class(subs, out, **kw)
 
     return run
+
+
+@pytest.fixture
+def hidden_mark() -> str:
+    return HIDDEN_MARK
+
+
+@pytest.fixture(name="stub_verdicts")
+def stub_verdicts_fixture():
+    return stub_verdicts

@@ -7,14 +7,14 @@ import re
 import pytest
 
 from course_grader.feedback import UnsafePath, page_path
-from conftest import HIDDEN_MARK  # noqa: E402  (shared constants of this folder's conftest)
 
 
 def _all_output_text(out_dir) -> str:
     return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in sorted(out_dir.rglob("*")) if p.is_file())
 
 
-def test_a_failing_hidden_test_shows_id_points_and_result_only(tmp_path, submission, grade_fake, exercises, fake_host):
+def test_a_failing_hidden_test_shows_id_points_and_result_only(tmp_path, submission, grade_fake, exercises, fake_host,
+                                                               hidden_mark):
     ex = exercises["ex01"]
     submission("vic", "ex01", answered=False)
     hosts = []
@@ -26,7 +26,7 @@ def test_a_failing_hidden_test_shows_id_points_and_result_only(tmp_path, submiss
     report = grade_fake(tmp_path / "subs", tmp_path / "out", host_factory=host)
     text = _all_output_text(report.out_dir)           # pages, CSVs and the gradebook file itself
     [hidden] = ex.hidden_tests
-    assert HIDDEN_MARK not in text
+    assert hidden_mark not in text
     for line in hidden.source.splitlines():
         if len(line.strip()) > 12:
             assert line.strip() not in text, line

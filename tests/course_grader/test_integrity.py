@@ -73,10 +73,15 @@ def test_test_and_locked_cells_are_restored_and_edits_reported(exercise):
     nb = answered_notebook(exercise)
     test = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "test")
     test.source = "pass  # edited"
+    setup = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "locked" and c.cell_type == "code")
+    setup.source = "import os  # edited"
     checked = check(exercise, nb)
     assert any("test cell edited" in f.text for f in checked.flags)
-    run = {c.label: c.source for c in checked.run_cells}
-    assert run[f"test {test.metadata['course']['id']}"] == exercise.cell(test.metadata["course"]["id"]).source
+    assert any("locked cell edited" in f.text for f in checked.flags)
+    run = {c.cell_id: c for c in checked.run_cells}
+    cid = setup.metadata["course"]["id"]
+    assert run[cid].source == exercise.cell(cid).source and run[cid].role == "locked"
+    assert not any(c.source == "pass  # edited" or c.role == "test" for c in checked.run_cells)
 
 
 def test_hidden_tests_never_reach_the_feedback_kernel(exercises):

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from conftest import FakeHost, stub_verdicts
 from course_grader.context import TestVerdict
 from course_grader.gradebook import Gradebook
 from course_grader.orchestrate import GraderError, default_out_dir, grade_class
@@ -63,28 +62,32 @@ def test_duplicates_are_reported_and_the_choice_ignores_jobs_and_resume(tmp_path
     assert outcomes[0][0] == "hal/ex01_capture_boundary (copy).ipynb" and outcomes[0][1] == 8
 
 
-class FaultyHost(FakeHost):
-    """``measure`` raises ``kind`` on its first ``fail_times`` calls; records whether others ran meanwhile."""
+@pytest.fixture
+def faulty_host(fake_host):
+    class FaultyHost(fake_host):
+        """``measure`` raises ``kind`` on its first ``fail_times`` calls; records whether others ran meanwhile."""
 
-    def __init__(self, kind, fail_times):
-        super().__init__()
-        self.kind, self.fail_times, self.calls = kind, fail_times, 0
-        self.active, self.lock, self.overlaps = 0, threading.Lock(), []
+        def __init__(self, kind, fail_times):
+            super().__init__()
+            self.kind, self.fail_times, self.calls = kind, fail_times, 0
+            self.active, self.lock, self.overlaps = 0, threading.Lock(), []
 
-    def measure(self, harness, entry, payload):
-        with self.lock:
-            self.calls += 1
-            n = self.calls
-            self.active += 1
-            self.overlaps.append((n, self.active))
-        try:
-            time.sleep(0.05)
-            if n <= self.fail_times and not self.warm:
-                raise SandboxFault(self.kind, "your code used 120 s of CPU in measure")
-            return {"ok": True}
-        finally:
+        def measure(self, harness, entry, payload):
             with self.lock:
-                self.active -= 1
+                self.calls += 1
+                n = self.calls
+                self.active += 1
+                self.overlaps.append((n, self.active))
+            try:
+                time.sleep(0.05)
+                if n <= self.fail_times and not self.warm:
+                    raise SandboxFault(self.kind, "your code used 120 s of CPU in measure")
+                return {"ok": True}
+            finally:
+                with self.lock:
+                    self.active -= 1
+
+    return FaultyHost
 
 
 def measuring_verdicts(ex):
@@ -99,10 +102,10 @@ def measuring_verdicts(ex):
     return grade, ex.id
 
 
-def test_a_timeout_is_rerun_alone_and_the_reason_names_the_student(tmp_path, submission):
+def test_a_timeout_is_rerun_alone_and_the_reason_names_the_student(tmp_path, submission, faulty_host):
     for s in ("ida", "jon", "kai"):
         submission(s, "ex01")
-    host = FaultyHost(FaultKind.CPU_TIME, fail_times=10**6)
+    host = faulty_host(FaultKind.CPU_TIME, fail_times=10**6)
     report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=2, progress=False, warm=False,
                          host_factory=lambda *a: host, verdict_for=measuring_verdicts)
     assert sorted(report.retried) == sorted(p.name for p in (tmp_path / "subs").iterdir())
@@ -114,17 +117,17 @@ def test_a_timeout_is_rerun_alone_and_the_reason_names_the_student(tmp_path, sub
     assert retry_calls and max(retry_calls) == 1           # second runs had no company
 
 
-def test_a_transient_fault_costs_nothing(tmp_path, submission):
+def test_a_transient_fault_costs_nothing(tmp_path, submission, faulty_host):
     submission("lou", "ex01")
-    host = FaultyHost(FaultKind.CRASHED, fail_times=1)
+    host = faulty_host(FaultKind.CRASHED, fail_times=1)
     report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False, warm=False,
                          host_factory=lambda *a: host, verdict_for=measuring_verdicts)
     assert report.retried and report.graded[0].auto_score == 8 and report.graded[0].reason == ""
 
 
-def test_a_grader_fault_is_never_recorded_as_a_grade(tmp_path, submission):
+def test_a_grader_fault_is_never_recorded_as_a_grade(tmp_path, submission, faulty_host):
     submission("max", "ex01")
-    host = FaultyHost(FaultKind.GRADER, fail_times=10**6)
+    host = faulty_host(FaultKind.GRADER, fail_times=10**6)
     report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False, warm=False,
                          host_factory=lambda *a: host, verdict_for=measuring_verdicts)
     assert not report.ok and "not your fault" in report.faults[0]
@@ -132,11 +135,11 @@ def test_a_grader_fault_is_never_recorded_as_a_grade(tmp_path, submission):
         assert book.current() == []          # the next run grades it again
 
 
-def test_the_model_answers_warm_the_cache_and_must_get_full_marks(tmp_path, submission, grade_fake):
+def test_the_model_answers_warm_the_cache_and_must_get_full_marks(tmp_path, submission, grade_fake, fake_host):
     submission("ned", "ex02")
     seen = []
 
-    class Watch(FakeHost):
+    class Watch(fake_host):
         def notebook_kernel(self):
             seen.append(self.warm)
             return super().notebook_kernel()
