@@ -113,7 +113,7 @@ class RunCell:
 
 @dataclass
 class Checked:
-    cells: dict[str, str] = field(default_factory=dict)      # solution cell id -> student source ("" = missing)
+    cells: dict[str, str] = field(default_factory=dict)      # solution cell id -> student source (absent = missing)
     answers: dict[str, str] = field(default_factory=dict)    # answer cell id -> student text
     run_cells: list[RunCell] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -198,7 +198,8 @@ def check(ex: Exercise, nb: dict) -> Checked:
                 add(Finding("notice", cid, "solution cell is no longer a code cell: graded as unanswered"))
             elif len(code) > 1:
                 add(Finding("notice", cid, f"solution cell appears {len(code)} times: the copies are read in order"))
-            out.cells[cid] = "\n\n".join(c.source for c in code)
+            if code:
+                out.cells[cid] = "\n\n".join(c.source for c in code)
         elif src.kind is CellKind.ANSWER:
             if n == 0:
                 add(Finding("notice", cid, "answer cell missing: nothing to review"))
