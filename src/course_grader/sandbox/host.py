@@ -139,8 +139,9 @@ class Template:
 class Run:
     """One sandboxed process tree (reaper, init, worker), watched from the grader."""
 
-    def __init__(self, host: "GradingHost", mode: str, cpu_s_total: int, reveal: dict[str, str]):
-        self.host, self.limits = host, host.limits
+    def __init__(self, host: "GradingHost", mode: str, cpu_s_total: int, reveal: dict[str, str],
+                 limits: Limits | None = None):
+        self.host, self.limits = host, limits or host.limits
         self.uid = host.uids.acquire() if host.uids else 0
         self.cgroup: RunCgroup | None = None
         self.init_pid = 0
@@ -193,7 +194,11 @@ class Run:
         """Read whatever is ready on the three descriptors."""
         for key, _ in self.sel.select(timeout):
             if key.data == "chan":
-                if not self.chan_reader.feed():
+                try:
+                    more = self.chan_reader.feed()
+                except ConnectionResetError:  # the run died with a request unread
+                    more, self.chan_reader.eof = False, True
+                if not more:
                     self.sel.unregister(key.fd)
             elif key.data == "out":
                 chunk = os.read(self.out_fd, 1 << 16)
@@ -349,14 +354,14 @@ class Run:
 class NotebookKernel:
     """A fresh sandboxed IPython kernel; cells run one at a time with ``run_cell``."""
 
-    def __init__(self, host: "GradingHost"):
-        self.host, self.limits = host, host.limits
+    def __init__(self, host: "GradingHost", limits: Limits | None = None):
+        self.host, self.limits = host, limits or host.limits
         self.run: Run | None = None
         self.fault: SandboxFault | None = None      # what ended the kernel, if a cell did
         self.cells_run = 0
 
     def __enter__(self) -> "NotebookKernel":
-        self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal={})
+        self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal={}, limits=self.limits)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -464,8 +469,9 @@ class GradingHost:
             block = self.uids.block if self.uids else os.getpid()
             return f"course-grader-{block}-{os.getpid()}-{next(self._names)}"
 
-    def notebook_kernel(self) -> NotebookKernel:
-        return NotebookKernel(self)
+    def notebook_kernel(self, limits: Limits | None = None) -> NotebookKernel:
+        """A fresh kernel (use it as a context manager); ``limits`` overrides the host's for this one."""
+        return NotebookKernel(self, limits)
 
     def measure(self, harness: str, entry: str, payload: dict) -> dict:
         """``course_grader.harness.<harness>.<entry>(payload)`` in a fresh measuring child."""
