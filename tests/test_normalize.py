@@ -64,6 +64,13 @@ def test_guard_comments_lose_torch_line_numbers_only():
     assert sanitize_text(mine).endswith("# y = x * 2  # <notebook cell>:5 in f")
 
 
+def test_install_paths_and_compiled_fn_uuids():
+    text = ("Recompiling function inner in /home/ann/.venv/lib/python3.11/site-packages/torch/_dynamo/external_utils.py:70\n"
+            "LOAD_GLOBAL 7 (NULL + __compiled_fn_2_68aca73b_6c5a_4fba_b395_791ead7cfaf0)")
+    assert sanitize_text(text) == ("Recompiling function inner in <python>/torch/_dynamo/external_utils.py:N\n"
+                                   "LOAD_GLOBAL 7 (NULL + __compiled_fn_2_<uuid>)")
+
+
 def test_user_line_numbers_are_kept():
     text = "File /work/main/src/compile_course/diagnostics.py:88 in explain, <notebook cell>:5, my_model.py:12"
     assert sanitize_text(text) == text
