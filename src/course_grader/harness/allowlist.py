@@ -1,5 +1,10 @@
 """The allow-list for student code that a measuring process will run.
 
+It lives in ``course_grader.harness`` because both sides use it: the trusted side
+(through ``course_grader.allowlist``) before anything is sent, and the measuring
+process, where only ``course_grader.harness`` is importable, again before it runs
+the code.
+
 A measured answer (ex01's rewrite, ex03's warm-up, ex04's fixture, ex05's timing
 function) reaches a sandboxed measuring process only as the source of one
 function that passes :func:`check_function`. It is an allow-list: a construct
@@ -27,7 +32,9 @@ side judges the data it returns.
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 MAX_SOURCE_CHARS = 40_000
 MAX_NODES = 6_000
@@ -72,6 +79,19 @@ _NODE_NAMES = {
 }
 
 
+_PARSE_LOCK = threading.Lock()
+
+
+def _locked_parse(source: str) -> ast.Module:
+    # CPython 3.11's AST constructor is not safe from several threads at once.
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
+# The grader process replaces this with ``course_grader.integrity.parse`` (one lock for all parsing).
+PARSER: Callable[[str], ast.Module] = _locked_parse
+
+
 class AllowListError(ValueError):
     """The code is not allowed in a measuring process; the text says where and why."""
 
@@ -99,7 +119,7 @@ def parse_source(source: str, where: str) -> ast.Module:
     if len(source) > MAX_SOURCE_CHARS:
         raise AllowListError(f"{where}: the cell is longer than {MAX_SOURCE_CHARS} characters")
     try:
-        return ast.parse(source)
+        return PARSER(source)
     except SyntaxError as exc:
         raise AllowListError(f"{where}: syntax error on line {exc.lineno}: {exc.msg}") from None
     except (RecursionError, MemoryError, ValueError):

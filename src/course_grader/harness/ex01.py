@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..allowlist import AllowList, load_checked
+from .allowlist import AllowList, load_checked
 from ..protocol import decode_tensor, encode_tensor
 from .common import error_text, fresh_compiler, upstream_gradient
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch._dynamo.testing import CompileCounter
 
-from ..allowlist import AllowList, load_checked
+from .allowlist import AllowList, load_checked
 from .common import error_text, fresh_compiler
 
 WARM_UP = "warm_up"

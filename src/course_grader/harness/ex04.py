@@ -20,7 +20,7 @@ from torch import nn
 
 from compile_course.comparison import Case, compare
 
-from ..allowlist import AllowList, load_checked
+from .allowlist import AllowList, load_checked
 from .common import error_text, fresh_compiler
 
 FIXTURE = "check_equivalent"

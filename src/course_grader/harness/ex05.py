@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch._dynamo.utils import counters
 
-from ..allowlist import AllowList, load_checked
+from .allowlist import AllowList, load_checked
 from .common import error_text, fresh_compiler
 
 FUNCTION = "time_and_record"
