@@ -1,4 +1,4 @@
-"""Sphinx configuration of the course site (``course site`` / ``make site``).
+"""Sphinx configuration of the course site (``make site``; ``course run`` step 5).
 
 The build stages ``site/*.md``, ``notebooks/`` and ``exercises/`` into one
 source folder, so the notebooks' own relative links (``04_x.ipynb``,
@@ -19,16 +19,19 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]  # _build: Sphinx's output
 
 # Render the outputs stored in the notebooks; never run a kernel.
 nb_execution_mode = "off"
-# Code cells keep their prompt-free look; stderr (none is stored) would be shown, not dropped.
+# A stored stderr output (the notebooks keep none) is shown, never dropped.
 nb_output_stderr = "show"
 # Only the syntax the notebooks use: no dollar math, so a "$" in prose stays text.
 myst_enable_extensions = []
 myst_heading_anchors = 3
-suppress_warnings = ["mystnb.unknown_mime_type"]
+# A skipped heading level only affects the page's contents list; every other warning
+# (a dead link to a lesson, above all) fails `build_site(strict=True)` in tests/test_site.py.
+suppress_warnings = ["myst.header"]
 
 html_theme = "sphinx_book_theme"
 html_title = "torch.compile contracts"
-html_copy_source = False
+# The download button offers each page's notebook as stored (``_sources/.../NN_x.ipynb``).
+html_sourcelink_suffix = ""
 html_show_sourcelink = False
 html_theme_options = {
     "show_toc_level": 2,
@@ -47,6 +50,7 @@ html_theme_options = {
 
 # Keep the build's progress short: myst and myst-nb each print their whole
 # configuration (one line of a thousand characters) on every build.
+
 
 class _NoConfigDump(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
