@@ -29,9 +29,11 @@ marks stops the run with a clear error (a grader fault, not the students').
 from __future__ import annotations
 
 import importlib
+import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import ExitStack
@@ -91,6 +93,7 @@ class ClassReport:
     timings: list[Timing] = field(default_factory=list)
     warm_s: float = 0.0
     total_s: float = 0.0
+    cached_replies: int = 0                                 # measuring requests answered from this run's cache
 
     @property
     def ok(self) -> bool:
@@ -106,11 +109,41 @@ def _verdict_module(ex: Exercise):
     return module.grade, getattr(module, "HARNESS", ex.id)
 
 
-class _Measurer:
-    """``ctx.measure`` for one submission: GradingHost.measure, remembering every fault."""
+class ReplyCache:
+    """Successful measuring replies of one grading run, by (harness, entry, payload).
 
-    def __init__(self, host, harness: str):
-        self.host, self.harness = host, harness
+    A measuring child sees nothing but its payload, so two requests with equal payloads ask
+    the same question: the instructor's own reference measurements (a payload without student
+    code) are made once per run, during warm-up, and every student is judged against the same
+    ones. Faults are never cached."""
+
+    def __init__(self):
+        self.replies: dict[tuple[str, str, str], str] = {}
+        self.lock = threading.Lock()
+        self.hits = 0
+
+    @staticmethod
+    def key(harness: str, entry: str, payload: dict) -> tuple[str, str, str]:
+        return harness, entry, json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+    def get(self, key) -> dict | None:
+        with self.lock:
+            text = self.replies.get(key)
+            if text is not None:
+                self.hits += 1
+        return None if text is None else json.loads(text)
+
+    def put(self, key, reply: dict) -> None:
+        with self.lock:
+            self.replies[key] = json.dumps(reply)
+
+
+class _Measurer:
+    """``ctx.measure`` for one submission: GradingHost.measure (through the run's reply cache),
+    remembering every fault."""
+
+    def __init__(self, host, harness: str, cache: ReplyCache | None = None):
+        self.host, self.harness, self.cache = host, harness, cache
         self.faults: list[tuple[str, Any]] = []
         self.seconds = 0.0
 
@@ -118,8 +151,14 @@ class _Measurer:
         from .sandbox import SandboxFault
 
         start = time.perf_counter()
+        key = ReplyCache.key(self.harness, entry, payload) if self.cache is not None else None
         try:
-            return self.host.measure(self.harness, entry, payload)
+            if key is not None and (hit := self.cache.get(key)) is not None:
+                return hit
+            reply = self.host.measure(self.harness, entry, payload)
+            if key is not None:
+                self.cache.put(key, reply)
+            return reply
         except SandboxFault as fault:
             self.faults.append((entry, fault))
             raise
@@ -179,7 +218,8 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
     return records, notes, student_cpu
 
 
-def verdicts(ex: Exercise, checked: Checked, host, verdict_for) -> tuple[list[TestResult], list[tuple[str, Any]], float]:
+def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache | None = None
+             ) -> tuple[list[TestResult], list[tuple[str, Any]], float]:
     """One ``TestResult`` per graded test cell, in the exercise's order; plus the measuring faults.
 
     Raises ``GraderError`` when the exercise's verdict code misbehaves (missing or unknown test ids,
@@ -187,7 +227,7 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for) -> tuple[list[Te
     if not ex.tests:
         return [], [], 0.0
     grade, harness = verdict_for(ex)
-    measurer = _Measurer(host, harness)
+    measurer = _Measurer(host, harness, cache)
     from .context import AnswerError, GradeContext
     from .sandbox import SandboxFault
 
@@ -242,8 +282,8 @@ def _fault_reason(faults: list[tuple[str, Any]], retried: bool) -> tuple[bool, s
                    f"{' (confirmed by a second run, alone)' if retried else ''}")
 
 
-def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = False
-                     ) -> tuple[Attempt | None, Timing | None, bool]:
+def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = False,
+                     cache: ReplyCache | None = None) -> tuple[Attempt | None, Timing | None, bool]:
     """``(attempt, timing, needs a second run alone)``; the attempt is None when it must be re-run.
 
     ``final``: this run's faults count (no second run follows); ``retried``: this is the second run."""
@@ -261,7 +301,7 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
     attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""), c.rubric, c.points)
                        for c in ex.answers]
     attempt.cells, attempt.notes, student_cpu = feedback_run(host, checked)
-    tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for)
+    tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for, cache)
     if faults and not final:
         return None, None, True
     attempt.tests = tests
@@ -403,15 +443,17 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         if todo:
             hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
             with ExitStack() as stack:
-                cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
-                if cache is not None:
-                    stack.callback(shutil.rmtree, cache, True)
-                host = stack.enter_context(host_factory(hide, cache, limits))
+                compile_cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
+                if compile_cache is not None:
+                    stack.callback(shutil.rmtree, compile_cache, True)
+                host = stack.enter_context(host_factory(hide, compile_cache, limits))
+                cache = ReplyCache()
                 if warm:
                     w0 = time.perf_counter()
-                    _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress)
+                    _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache)
                     report.warm_s = time.perf_counter() - w0
-                _grade_jobs(todo, host, verdict_for, jobs, progress, book, report)
+                _grade_jobs(todo, host, verdict_for, jobs, progress, book, report, cache)
+                report.cached_replies = cache.hits
 
         students = {cand.student for cand, _ in chosen}
         render_all(book, out_dir, exercise, students, title or f"Grades: {subs.resolve().name}")
@@ -423,7 +465,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     return report
 
 
-def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict_for, progress: bool) -> None:
+def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict_for, progress: bool,
+          cache: ReplyCache) -> None:
     """Grade each exercise's model answers inside ``host.warming()``; stop unless each gets full auto marks."""
     with host.warming():
         for eid in exercise_ids:
@@ -435,7 +478,7 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
             nb = answered_notebook(ex)
             cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
             job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
-            attempt, _, _ = grade_submission(job, host, verdict_for, final=True)
+            attempt, _, _ = grade_submission(job, host, verdict_for, final=True, cache=cache)
             if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
                 detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
                                    for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)
@@ -445,7 +488,7 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
 
 
 def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, book: Gradebook,
-                report: ClassReport) -> None:
+                report: ClassReport, cache: ReplyCache) -> None:
     bar = None
     if progress:
         from tqdm import tqdm
@@ -471,7 +514,7 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
 
     def run(job: _Job, final: bool):
         try:
-            return grade_submission(job, host, verdict_for, final, retried=final)
+            return grade_submission(job, host, verdict_for, final, retried=final, cache=cache)
         except GraderError:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug in the grader, not in the submission

@@ -171,3 +171,27 @@ def test_verdict_code_that_misses_a_test_is_a_grader_fault(tmp_path, submission,
 def test_a_class_goes_to_its_own_folder_never_the_samples(tmp_path):
     out = default_out_dir(tmp_path / "fall-2026")
     assert out.name == "fall-2026" and out.parent.name == "grading" and "samples" not in str(out)
+
+
+def test_equal_measuring_requests_are_answered_once_per_run(tmp_path, submission, fake_host):
+    calls = []
+
+    class Counting(fake_host):
+        def measure(self, harness, entry, payload):
+            calls.append((entry, payload.get("who")))
+            return {"ok": True}
+
+    def verdicts(ex):
+        def grade(ctx):
+            ctx.measure("reference", {})                                   # the same for everyone
+            ctx.measure("student", {"who": ctx.cells.get("ex01-rewrite", "")[-40:]})
+            return [TestVerdict(t.course_id, True, "") for t in ex.tests]
+        return grade, ex.id
+
+    for s in ("pat", "quin", "ros"):
+        submission(s, "ex01", answered=s != "ros")
+    report = grade_class(tmp_path / "subs", tmp_path / "out", jobs=2, progress=False,
+                         host_factory=lambda *a: Counting(), verdict_for=verdicts)
+    assert report.ok and [e for e, _ in calls].count("reference") == 1
+    assert [e for e, _ in calls].count("student") == 2      # the model answer (warm-up) and ros's stub
+    assert report.cached_replies == 5                        # 3 references + 2 model-equal answers
