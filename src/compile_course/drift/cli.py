@@ -4,7 +4,8 @@ Builds ``build/drift-venv-<version>`` (torch as given, every other pin as in
 requirements.txt), re-executes every notebook of notebooks/ and solutions/
 there into ``build/drift/<version>/executed/``, and once more in this venv
 (the pinned torch) into ``build/drift/reference-<version>/executed/``; the
-stored outputs are not touched. Each compared cell of the two runs is diffed
+stored outputs are not touched (the runs use a copy in ``build/drift/source/``,
+so edits made meanwhile do not mix in). Each compared cell of the two runs is diffed
 (the reference run stands for the stored outputs; where it differs from them,
 the report says the stored outputs are out of date). ``--against-stored``
 skips the reference run and diffs with the stored outputs, as nbval would.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,11 +49,23 @@ def execute_all(python: Path | str, paths: list[Path], out: Path, jobs: int) -> 
                         "--jobs", str(jobs), "--out", str(out / folder.name), *group], cwd=ROOT)
 
 
-def compare_all(paths: list[Path], candidate_dir: Path, reference_dir: Path | None,
+def snapshot(paths: list[Path], folder: Path) -> list[Path]:
+    """Copy the notebooks, so that edits made while the runs go on do not mix into the comparison."""
+    shutil.rmtree(folder, ignore_errors=True)
+    copies = []
+    for path in paths:
+        copy = folder / path.parent.name / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+        copies.append(copy)
+    return copies
+
+
+def compare_all(copies: list[Path], candidate_dir: Path, reference_dir: Path | None,
                 builds: list[BuildFacts], pin: str | None) -> list[NotebookResult]:
     results = []
-    for path in paths:
-        name = str(path.relative_to(ROOT))
+    for path in copies:
+        name = f"{path.parent.name}/{path.name}"
         runs = [d / path.parent.name / path.name for d in (candidate_dir, reference_dir) if d is not None]
         missing = [str(p) for p in runs if not p.exists()]
         if missing:
@@ -79,28 +93,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the stored outputs only, without a reference run under the pinned torch")
     args = parser.parse_args(argv)
 
-    print(f"[1/4] the drift venv for torch {args.torch}", flush=True)
+    print(f"[1/5] the drift venv for torch {args.torch}", flush=True)
     venv, label = build_venv(args.torch)
     python = venv / "bin" / "python"
     candidate, reference = build_facts(python), build_facts(sys.executable)
-    print(f"  reference: torch {reference.version} (this venv, the stored outputs); candidate: torch {candidate.version}")
+    print(f"  reference: torch {reference.version} (this venv); candidate: torch {candidate.version}")
 
-    paths = course_notebooks()
+    source = args.out / "source"
+    paths = snapshot(course_notebooks(), source) if not args.reuse_run else \
+        [source / p.parent.name / p.name for p in course_notebooks()]
     candidate_dir = args.out / label / "executed"
     reference_dir = None if args.against_stored else args.out / f"reference-{reference.version}" / "executed"
     if not args.reuse_run:
         if reference_dir is not None:
-            print(f"[2/4] re-executing {len(paths)} notebooks under the pinned torch {reference.version} into "
+            print(f"[2/5] re-executing {len(paths)} notebooks under the pinned torch {reference.version} into "
                   f"{_shown(reference_dir)} (the reference: same code, same moment)", flush=True)
             execute_all(sys.executable, paths, reference_dir, args.jobs)
-        print(f"[2/4] re-executing {len(paths)} notebooks under torch {candidate.version} into "
+        print(f"[3/5] re-executing {len(paths)} notebooks under torch {candidate.version} into "
               f"{_shown(candidate_dir)}", flush=True)
         execute_all(python, paths, candidate_dir, args.jobs)
-    print("[3/4] comparing" + (" with the stored outputs" if reference_dir is None else
+    print("[4/5] comparing" + (" with the stored outputs" if reference_dir is None else
                                " the two runs, and the reference run with the stored outputs"), flush=True)
     results = compare_all(paths, candidate_dir, reference_dir, [reference, candidate], pinned_torch())
 
-    print("[4/4] writing the report", flush=True)
+    print("[5/5] writing the report", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(results, args.out / "report.json", reference.version, candidate.version)
     write_html(results, args.out / "report.html", reference.version, candidate.version)

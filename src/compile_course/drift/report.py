@@ -29,7 +29,7 @@ def totals(results: list[NotebookResult]) -> dict:
 
 
 def headline(summary: dict, reference: str, candidate: str) -> str:
-    return (f"torch {candidate} vs stored outputs (torch {reference}): {summary['changed_cells']} of "
+    return (f"torch {candidate} vs torch {reference}: {summary['changed_cells']} of "
             f"{summary['compared_cells']} compared cells changed; {summary['version_report']} only report the "
             f"version, {summary['behaviour']} are behaviour changes"
             + (f"; {len(summary['failed_notebooks'])} notebook(s) could not be compared" if summary["failed_notebooks"] else "")
