@@ -116,12 +116,12 @@ def cmd_run(args) -> int:
 
     summary: list[tuple[str, str, str]] = []
     lessons = _lessons()
-    print(f"[1/4] executing {len(lessons)} lesson notebooks into build/executed/", flush=True)
+    print(f"[1/5] executing {len(lessons)} lesson notebooks into build/executed/", flush=True)
     results = _execute_many(lessons, BUILD / "executed", args.jobs)
     ok = sum(s == "ok" for _, _, s in results)
     summary.append(("lessons executed", f"{ok}/{len(lessons)} ok", "build/executed/"))
 
-    print("[2/4] rendering HTML", flush=True)
+    print("[2/5] rendering HTML", flush=True)
     executed = [BUILD / "executed" / p.name for p, _, s in results if s == "ok"]
     index = render_html(executed, BUILD / "html", "torch.compile: compilation and graph-break contracts")
     summary.append(("HTML pages", f"{len(executed)} + index", str(index.relative_to(ROOT))))
@@ -132,7 +132,7 @@ def cmd_run(args) -> int:
     except ImportError:
         summary.append(("exercises", "release step not available yet", ""))
     else:
-        print("[3/4] regenerating exercises/ from solutions/", flush=True)
+        print("[3/5] regenerating exercises/ from solutions/", flush=True)
         written = release_all(ROOT / "solutions", ROOT / "exercises")
         summary.append(("exercises regenerated", str(len(written)), "exercises/"))
 
@@ -141,7 +141,7 @@ def cmd_run(args) -> int:
     except ImportError:
         summary.append(("grading", "grader not available yet", ""))
     else:
-        print("[4/4] grading the bundled sample submissions", flush=True)
+        print("[4/5] grading the bundled sample submissions", flush=True)
         line, grader_ok = grade_samples(BUILD / "grading", jobs=args.jobs)
         summary.append(("sample grading", line, "build/grading/"))
         failed |= not grader_ok
