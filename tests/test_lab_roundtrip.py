@@ -35,27 +35,22 @@ def params(paths):
     return [pytest.param(p, marks=RELEASE_PENDING) if p.startswith("exercises/") else p for p in paths]
 
 
-def copy_course(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("course")
-    for folder in FOLDERS:
-        shutil.copytree(ROOT / folder, root / folder)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Two copies of the course under one root: ``api/`` for the contents-API saves, ``lab/`` for the
+    browser, so that the first test's saves cannot pre-normalize what the second one opens."""
+    root = tmp_path_factory.mktemp("served")
+    for copy in ("api", "lab"):
+        for folder in FOLDERS:
+            shutil.copytree(ROOT / folder, root / copy / folder)
     return root
 
 
 @pytest.fixture(scope="module")
-def course_copy(tmp_path_factory):
-    return copy_course(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def lab_copy(tmp_path_factory):
-    """A copy of its own: the server test's saves must not pre-normalize what Lab opens."""
-    return copy_course(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def server(course_copy, tmp_path_factory):
-    with jupyter_server(course_copy, tmp_path_factory.mktemp("jupyter-state")) as running:
+def server(served, tmp_path_factory):
+    # The JupyterLab app: its REST API serves the first test, its UI the browser test (one start-up for both).
+    with jupyter_server(served, tmp_path_factory.mktemp("jupyter-state"), app="jupyterlab",
+                        extra_args=["--LabApp.expose_app_in_browser=True"]) as running:
         yield running
 
 
@@ -63,7 +58,7 @@ def server(course_copy, tmp_path_factory):
 def what_lab_writes(server):
     """The two keys, from the server's kernel spec and a real kernel's kernel_info_reply."""
     spec = server.api("GET", "/api/kernelspecs").json()["kernelspecs"]["python3"]["spec"]
-    with kernel_for(server, NOTEBOOKS[0]) as kernel:
+    with kernel_for(server, f"api/{NOTEBOOKS[0]}") as kernel:
         reply, _ = kernel.request("kernel_info_request", {})
     return {"kernelspec": {"name": "python3", "display_name": spec["display_name"], "language": spec["language"]},
             "language_info": reply["content"]["language_info"]}
@@ -74,12 +69,13 @@ def test_the_stored_metadata_is_what_lab_writes(what_lab_writes):
 
 
 @pytest.mark.parametrize("path", params(NOTEBOOKS))
-def test_open_and_save_through_the_server_changes_no_byte(path, server, course_copy, what_lab_writes):
-    before = (course_copy / path).read_bytes()
-    model = server.api("GET", f"/api/contents/{path}", params={"type": "notebook", "content": 1}).json()
+def test_open_and_save_through_the_server_changes_no_byte(path, server, served, what_lab_writes):
+    before = (served / "api" / path).read_bytes()
+    url = f"/api/contents/api/{path}"
+    model = server.api("GET", url, params={"type": "notebook", "content": 1}).json()
     model["content"]["metadata"].update(what_lab_writes)
-    server.api("PUT", f"/api/contents/{path}", json={"type": "notebook", "format": "json", "content": model["content"]})
-    after = (course_copy / path).read_bytes()
+    server.api("PUT", url, json={"type": "notebook", "format": "json", "content": model["content"]})
+    after = (served / "api" / path).read_bytes()
     assert after == before, f"saving {path} rewrote it: run `course normalize {path}`"
 
 
@@ -104,28 +100,26 @@ OPEN_AND_SAVE = """async (path) => {
 
 
 @pytest.fixture(scope="module")
-def lab_page(lab_copy, tmp_path_factory):
+def lab_page(server):
     playwright = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM:
         pytest.skip("no Chromium on this machine")
-    state = tmp_path_factory.mktemp("lab-state")
-    with jupyter_server(lab_copy, state, app="jupyterlab", extra_args=["--LabApp.expose_app_in_browser=True"]) as lab:
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_page()
-                page.goto(f"{lab.url}/lab?token={lab.token}")
-                page.wait_for_function("window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
-                                       timeout=120_000)
-                yield page
-            finally:
-                browser.close()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/lab?token={server.token}")
+            page.wait_for_function("window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
+                                   timeout=120_000)
+            yield page
+        finally:
+            browser.close()
 
 
 @pytest.mark.parametrize("path", params(["notebooks/01_lesson_goals.ipynb", "exercises/ex01_capture_boundary.ipynb"]))
-def test_open_and_save_in_jupyterlab_changes_no_byte(path, lab_page, lab_copy):
-    before = (lab_copy / path).read_bytes()
-    result = lab_page.evaluate(OPEN_AND_SAVE, path)
+def test_open_and_save_in_jupyterlab_changes_no_byte(path, lab_page, served):
+    before = (served / "lab" / path).read_bytes()
+    result = lab_page.evaluate(OPEN_AND_SAVE, f"lab/{path}")
     assert result["metadata"] == lab_metadata()
     assert not result["dirty"], f"Lab marked {path} as changed on opening it"
-    assert (lab_copy / path).read_bytes() == before
+    assert (served / "lab" / path).read_bytes() == before
