@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -314,6 +315,10 @@ def test_tlparse_report_shows_the_break_and_the_recompile(browser_page, base_url
     reasons = sorted((site / REPORT_FOLDER).glob("*/recompile_reasons_*.json"))
     assert reasons, "no recompile in the report"
     assert any("size mismatch" in path.read_text() for path in reasons), [p.read_text() for p in reasons]
+    # The explanation page names the compile ids it describes; they must be the report's, all of them.
+    in_report = set(page.eval_on_selector_all("a[id]", "as => as.map(a => a.id)"))
+    described = set(re.findall(r"\[\d+/\d+\]", (stage_folder(site) / "tlparse.md").read_text()))
+    assert described == {i for i in in_report if re.fullmatch(r"\[\d+/\d+\]", i)}, (described, in_report)
 
 
 def test_no_request_left_127_0_0_1_and_none_failed(browser_page, crawl):
