@@ -76,8 +76,14 @@ def build_site(out: Path = BUILD / "site", *, report: bool = True, strict: bool 
     status = run_sphinx(stage, html, strict=strict)
     if status:
         raise RuntimeError(f"sphinx-build exited with {status}")
+    kept_report = stage / "_build" / REPORT_FOLDER
+    shutil.rmtree(kept_report, ignore_errors=True)
+    if not report and (out / REPORT_FOLDER).is_dir():  # --no-report keeps the last report, so its link still works
+        shutil.move(out / REPORT_FOLDER, kept_report)
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(html, out, ignore=shutil.ignore_patterns(".buildinfo"))
+    if kept_report.is_dir():
+        shutil.move(kept_report, out / REPORT_FOLDER)
     if report:
         from .tlparse_report import write_report
 
@@ -94,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="course site", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=BUILD / "site", help="output folder (default build/site)")
-    parser.add_argument("--no-report", action="store_true", help="skip the TORCH_TRACE + tlparse report")
+    parser.add_argument("--no-report", action="store_true", help="skip the TORCH_TRACE + tlparse step (keeps the last report, if any)")
     parser.add_argument("--strict", action="store_true", help="fail on any Sphinx warning")
     args = parser.parse_args(argv)
     index = build_site(args.out.resolve(), report=not args.no_report, strict=args.strict)
