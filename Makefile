@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: course test lab outputs drift release grade bench site clean-venv
+.PHONY: course test lab outputs drift release grade bench stress site clean-venv
 
 # TORCH_INDEX: install torch from another index first, e.g. PyTorch's CPU-only wheels (see README):
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
@@ -57,6 +57,10 @@ release: $(STAMP)
 ## grade: grade a folder of submissions, e.g. make grade SUBMISSIONS=path/to/dir
 grade: $(STAMP)
 	$(BIN)/course grade $(SUBMISSIONS)
+
+## stress: the test command beside 0, 2 and 4 CPU hogs, several runs each; prints passes and wall times
+stress: $(STAMP)
+	$(BIN)/python scripts/stress_tests.py
 
 ## bench: time the test command with a cold and a warm compile cache
 bench: $(STAMP)
