@@ -1,10 +1,12 @@
-"""The course's stderr policy: PyTorch speaks through our diagnostics, not its logs.
+"""The course's stderr policy: torch's logs are off by default, and shown on purpose.
 
 Dynamo logs graph-break warnings, and the CUDA build of torch logs
 "No CUDA runtime is found" when inductor builds C++ on a CPU-only machine.
-Both land on stderr, which would leak into stored notebook outputs. The
-lessons show the same facts through ``torch._dynamo.explain`` and the
-recompiles log instead, so those loggers are kept at ERROR here.
+Both land on stderr, which may not appear in stored notebook outputs. So
+outside a ``torch_logs(...)`` block the dynamo, aot and inductor loggers are
+kept at ERROR; inside one, the lesson turns on the artifacts it teaches and
+torch's lines go to stdout, unfiltered (see ``torch_logs``). The CUDA-runtime
+notice is not a diagnostic and stays silenced everywhere.
 """
 
 from __future__ import annotations
