@@ -4,7 +4,8 @@ Runs in a run's worker process, after confinement and the drop to an unprivilege
 (see ``template.worker``). Each cell's printed text goes to a capped writer (the first
 ``output_bytes`` kept, the rest counted); output history is off (``cache_size=0``, no
 history database, ``store_history=False``), so ``Out``/``_oh`` never hold results and a
-flood of output cannot grow memory. Errors are reported as text, ``"ExcType: message"``.
+flood of output cannot grow memory. Errors are reported as text, ``"ExcType: message"``. IPython 9 also tees every stream write into its history manager;
+that tee is switched off and the manager's per-cell outputs are dropped after each cell.
 
 Before each cell the soft ``RLIMIT_CPU`` is set to the CPU used so far plus the cell's
 budget; the grader also measures the run's CPU from outside (cgroup) and enforces the
@@ -15,6 +16,7 @@ Everything here shares a process with student code: it reports, it never decides
 
 from __future__ import annotations
 
+import contextlib
 import math
 import resource
 import sys
@@ -73,7 +75,24 @@ def make_shell():
     shell = InteractiveShell.instance(config=config)
     shell.showtraceback = lambda *a, **k: None
     shell.showsyntaxerror = lambda *a, **k: None
+    # IPython 9 tees every write to stdout/stderr into history_manager.outputs for the whole
+    # cell: a flood of prints would grow memory without bound. The kernel keeps no history.
+    shell._tee = _no_tee
     return shell
+
+
+@contextlib.contextmanager
+def _no_tee(channel: str = "stdout"):
+    yield
+
+
+def forget_outputs(shell) -> None:
+    """Drop what IPython kept of the last cell's results (display data, reprs)."""
+    history = shell.history_manager
+    for name in ("outputs", "output_hist", "output_hist_reprs"):
+        kept = getattr(history, name, None)
+        if kept is not None:
+            kept.clear()
 
 
 def cpu_seconds() -> float:
@@ -114,6 +133,7 @@ def run_cell(shell, request: RunCell, nonce_of_reply: str) -> CellReply:
         error = exc
     finally:
         sys.stdout, sys.stderr = real
+        forget_outputs(shell)
     used = cpu_seconds() - before
     return CellReply(status="error" if error is not None else "ok", output=out.text(),
                      error=error_text(error) if error is not None else None,

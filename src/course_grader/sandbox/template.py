@@ -185,4 +185,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    main(sys.argv)
+    os._exit(0)  # no interpreter teardown: torch's atexit work is not needed to stop forking

@@ -1,0 +1,129 @@
+"""Limits end a run with the fault that names the student's cell; the grader's faults are told apart."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_grader import protocol
+from course_grader.sandbox import GradingHost, SandboxFault
+from course_grader.status import CellStatus, FaultKind
+
+from sandbox_probes import PROBES, needs_root, small_limits, uids_alive
+
+pytestmark = needs_root
+
+
+def test_cpu_loop_is_a_cpu_time_fault_naming_the_cell(host):
+    with host.notebook_kernel() as kernel:
+        kernel.run_cell("x = 1", "ex01-setup")
+        result = kernel.run_cell("while True:\n    x += 1", "ex01-rewrite")
+        assert result.status is CellStatus.TIMEOUT and result.fault is FaultKind.CPU_TIME
+        assert result.error == "your code used 3 s of CPU in cell ex01-rewrite"
+        assert result.cpu_s >= 3
+        after = kernel.run_cell("print(x)", "ex01-check")
+        assert after.status is CellStatus.NOT_RUN
+    assert uids_alive(host.uid_block) == []
+
+
+def test_cpu_in_threads_and_subprocesses_counts_too(host):
+    code = ("import subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'while True: pass'])")
+    with host.notebook_kernel() as kernel:
+        result = kernel.run_cell(code, "spawner")
+    assert result.fault is FaultKind.CPU_TIME and "cell spawner" in result.error
+
+
+def test_sleeping_code_hits_the_wall_clock_backstop(host):
+    with host.notebook_kernel(small_limits(wall_s_backstop=2.0)) as kernel:
+        result = kernel.run_cell("import time\ntime.sleep(60)", "sleepy")
+    assert result.status is CellStatus.TIMEOUT and result.fault is FaultKind.WALL_TIME
+    assert "sleepy" in result.error and "waiting" in result.error
+
+
+def test_memory_cap_gives_a_memory_fault(host):
+    if not host.plan.memory:
+        pytest.skip("no memory cgroup on this host")
+    with host.notebook_kernel(small_limits(memory_bytes=256 << 20)) as kernel:
+        assert kernel.run_cell("small = bytearray(16 << 20)").status is CellStatus.OK
+        result = kernel.run_cell("big = bytearray(1 << 30)", "hog")
+    assert result.status is CellStatus.DIED and result.fault is FaultKind.MEMORY
+    assert result.error == "your code used more than 256 MB of memory in cell hog"
+
+
+def test_fork_bomb_hits_pids_max(host):
+    if not host.plan.pids:
+        pytest.skip("no pids cgroup on this host")
+    with host.notebook_kernel(small_limits(pids=24)) as kernel:
+        result = kernel.run_cell("import os\nwhile True:\n    os.fork()", "bomb")
+    assert result.fault is FaultKind.PIDS and "cell bomb" in result.error
+    assert uids_alive(host.uid_block) == []
+
+
+def test_output_flood_is_capped_and_memory_stays_bounded(host):
+    with host.notebook_kernel(small_limits(cpu_s_per_cell=120)) as kernel:
+        kernel.run_cell("import resource\nbase = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss")
+        flood = kernel.run_cell("for i in range(400_000):\n    print('y' * 99)\n'last value ' * 1000", "flood")
+        assert flood.status is CellStatus.OK
+        assert len(flood.output.encode()) <= host.limits.output_bytes + 200
+        assert flood.output.endswith(f"[output truncated: {40_011_003 - host.limits.output_bytes} more bytes]")
+        grown_kb = int(kernel.run_cell("print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)").output)
+        assert grown_kb < 20_000, f"the kernel grew by {grown_kb} kB while printing 40 MB"
+        # no output history: results are not kept in Out/_oh
+        kernel.run_cell("bytearray(8 << 20)")
+        assert kernel.run_cell("print(len(Out), len(_oh))").output == "0 0\n"
+
+
+def test_raw_descriptor_flood_is_an_output_fault(host):
+    with host.notebook_kernel() as kernel:
+        result = kernel.run_cell("import os\nwhile True:\n    os.write(1, b'z' * 65536)", "raw")
+    assert result.fault is FaultKind.OUTPUT and "cell raw" in result.error
+
+
+def test_student_exit_is_a_crash_not_a_grader_fault(host):
+    with host.notebook_kernel() as kernel:
+        result = kernel.run_cell("import os\nos._exit(3)", "quit")
+    assert result.status is CellStatus.DIED and result.fault is FaultKind.CRASHED
+    assert FaultKind.CRASHED.student_fault and "cell quit" in result.error and "code 3" in result.error
+
+
+def test_forged_reply_is_a_protocol_fault(host):
+    with host.notebook_kernel() as kernel:
+        result = kernel.run_cell("import os\nfor fd in range(3, 12):\n    try: os.write(fd, b'{\"type\": \"cell-result\"}\\n')\n"
+                                 "    except OSError: pass", "forge")
+    assert result.fault is FaultKind.PROTOCOL and "cell forge" in result.error
+
+
+def test_measure_returns_checked_json_and_tensors(host):
+    reply = host.measure("probe", "double", {"n": 6})
+    assert torch.equal(protocol.decode_tensor(reply["y"]), torch.arange(6.0).reshape(2, 3) * 2)
+
+
+@pytest.mark.parametrize("entry, kind, text", [
+    ("spin", FaultKind.CPU_TIME, "your code used 3 s of CPU in the measurement probe.spin"),
+    ("not_json", FaultKind.CRASHED, "the measured code failed: ProtocolError: set is not a JSON primitive"),
+    ("boom", FaultKind.CRASHED, "the measured code failed: ValueError: line one"),
+    ("missing", FaultKind.CRASHED, "the measured code failed: AttributeError: module 'course_grader.harness.probe' has no attribute 'missing'"),
+])
+def test_measure_faults(host, entry, kind, text):
+    with pytest.raises(SandboxFault) as info:
+        host.measure("probe", entry, {})
+    assert info.value.kind is kind and info.value.detail == text
+
+
+def test_dead_template_is_a_grader_fault_and_is_restarted(host):
+    host.template.proc.kill()
+    host.template.proc.wait()
+    with host.notebook_kernel() as kernel:   # the host notices and starts a new template
+        assert kernel.run_cell("print(1)").output == "1\n"
+
+
+def test_grader_faults_are_raised_not_returned(host, monkeypatch):
+    def broken(self, spawn, fds):
+        raise SandboxFault(FaultKind.GRADER, "the sandbox template is gone (test)")
+
+    monkeypatch.setattr(type(host.template), "spawn", broken)
+    with pytest.raises(SandboxFault) as info:
+        with host.notebook_kernel():
+            pass
+    assert info.value.kind is FaultKind.GRADER and not info.value.kind.student_fault
