@@ -69,7 +69,10 @@ class GradeContext:
         if len(source) > MAX_LITERAL_CHARS:
             raise AnswerError(f"{cell_id}: the cell is longer than {MAX_LITERAL_CHARS} characters; "
                               f"write {name} as a short literal")
-        tree = parse_source(source, cell_id)
+        try:
+            tree = parse_source(source, cell_id)
+        except AllowListError as exc:
+            raise AnswerError(str(exc)) from None
         found = [node for node in tree.body
                  if isinstance(node, ast.Assign) and len(node.targets) == 1
                  and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name]

@@ -1,0 +1,51 @@
+"""Fixtures for the exercises' trusted verdicts: a fake ``measure`` that runs the harness in-process.
+
+``grade_with(exercise_id, cells)`` builds a ``GradeContext`` whose ``measure`` calls
+``course_grader.harness.<HARNESS>.<entry>`` in this process, with the payload and
+the reply sent through JSON and ``protocol.check_json`` as the sandbox would.
+``model_cells(exercise_id)`` is the model answer's solution cells (markers removed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+from course_grader.context import GradeContext
+from course_grader.protocol import check_json
+
+
+def fake_measure(harness: str):
+    module = importlib.import_module(f"course_grader.harness.{harness}")
+
+    def measure(entry: str, payload: dict) -> dict:
+        reply = getattr(module, entry)(json.loads(json.dumps(payload)))
+        check_json(reply)
+        return json.loads(json.dumps(reply))
+
+    return measure
+
+
+def _without_markers(source: str) -> str:
+    return "\n".join(line for line in source.split("\n")
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+
+
+@pytest.fixture
+def model_cells(exercises):
+    def cells(exercise_id: str) -> dict[str, str]:
+        return {c.course_id: _without_markers(c.source) for c in exercises[exercise_id].solutions}
+    return cells
+
+
+@pytest.fixture
+def grade_with(exercises):
+    def grade(exercise_id: str, cells: dict[str, str]) -> dict[str, object]:
+        module = importlib.import_module(f"course_grader.exercises.{exercise_id}")
+        ctx = GradeContext(exercises[exercise_id], cells, fake_measure(module.HARNESS))
+        verdicts = module.grade(ctx)
+        assert sorted(v.test_id for v in verdicts) == sorted(c.course_id for c in exercises[exercise_id].tests)
+        return {v.test_id: v for v in verdicts}
+    return grade

@@ -1,0 +1,151 @@
+"""The allow-list: every forbidden construct is rejected with a clear message; honest code passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_grader.allowlist import AllowList, AllowListError, extract_function, load_checked
+
+ALLOWED = AllowList(provided=frozenset({"torch"}), imports=frozenset({"time"}),
+                    dotted=frozenset({"torch._dynamo.reset", "torch._dynamo.utils.counters"}))
+
+
+def body(*lines: str) -> str:
+    return "def f(x):\n" + "\n".join("    " + line for line in lines) + "\n"
+
+
+REJECTED = [
+    (body("x.data = x"), "assigning to an attribute"),
+    (body("torch.where = None"), "assigning to an attribute"),
+    (body("del x.grad"), "`del`"),
+    (body("return x.__class__"), "`x.__class__`"),
+    (body("return x._base"), "`x._base`"),
+    (body("return torch._dynamo.config"), "`torch._dynamo.config`"),
+    (body("return torch._dynamo.eval_frame.OptimizedModule"), "torch._dynamo.eval_frame"),
+    (body("t = torch", "return t._dynamo.reset"), "`t._dynamo.reset`"),
+    (body("return (x + 1)._version"), "attributes starting with `_`"),
+    (body("return torch._dynamo.reset._x"), "torch._dynamo.reset._x"),
+    (body("return getattr(torch, '_dyn' + 'amo')"), "`getattr` is not allowed"),
+    (body("return hasattr(x, '_orig_mod')"), "`hasattr` is not allowed"),
+    (body("setattr(torch, 'where', None)"), "`setattr` is not allowed"),
+    (body("return vars(torch)"), "`vars` is not allowed"),
+    (body("return globals()"), "`globals` is not allowed"),
+    (body("return locals()"), "`locals` is not allowed"),
+    (body("return eval('1')"), "`eval` is not allowed"),
+    (body("exec('x = 1')"), "`exec` is not allowed"),
+    (body("return compile('1', 's', 'eval')"), "`compile` is not allowed"),
+    (body("return __import__('os')"), "`__import__` is not allowed"),
+    (body("return open('/etc/passwd').read()"), "`open` is not allowed"),
+    (body("return input()"), "`input` is not allowed"),
+    (body("breakpoint()"), "`breakpoint` is not allowed"),
+    (body("return type(x)"), "`type` is not allowed"),
+    (body("return __builtins__"), "`__builtins__` is not allowed"),
+    (body("return '{0.__class__}'.format(x)"), "`.format(...)` is not allowed"),
+    (body("return '{0._base}'.format_map({})"), "`.format_map(...)` is not allowed"),
+    (body("import os"), "`import os` is not allowed"),
+    (body("import time as t, subprocess"), "`import subprocess` is not allowed"),
+    (body("from time import perf_counter"), "`from ... import`"),
+    (body("global y", "y = 1"), "`global`"),
+    (body("def g():", "    nonlocal x", "return x"), "`nonlocal`"),
+    (body("class Fake:", "    pass"), "a class definition"),
+    (body("yield x"), "`yield`"),
+    (body("return y"), "`y` is not available"),
+    (body("return sys.modules"), "`sys` is not available"),
+    (body("match x:", "    case _:", "        pass"), "`match`"),
+    ("async def f(x):\n    return x\n", "not `async def`"),
+    ("@torch.no_grad()\ndef f(x):\n    return x\n", "decorators are not allowed"),
+    (body("return " + "-" * 5000 + "x"), "nested"),
+    (body("return '" + "a" * 6000 + "'"), "string constant longer"),
+    (body("return x", "return x"), None),  # accepted: control
+]
+
+
+@pytest.mark.parametrize("source, phrase", REJECTED)
+def test_forbidden_constructs_are_rejected_with_a_message(source, phrase):
+    if phrase is None:
+        extract_function(source, "f", ALLOWED)
+        return
+    with pytest.raises(AllowListError) as info:
+        extract_function(source, "f", ALLOWED)
+    assert phrase in str(info.value)
+
+
+def test_unparseable_and_deep_sources_are_answers_errors_not_crashes():
+    for source in ("def f(x:\n", "x = " + "(" * 100_000, "def f(x):\n    return " + "[" * 3000 + "]" * 3000):
+        with pytest.raises(AllowListError):
+            extract_function(source, "f", ALLOWED)
+
+
+def test_missing_function_says_what_to_do():
+    with pytest.raises(AllowListError, match="no `def f"):
+        extract_function('raise NotImplementedError("x: replace this line with your answer")', "f", ALLOWED)
+
+
+HONEST = '''
+STEPS = 3          # a literal constant the function uses
+
+
+def helper(values):
+    total = 0
+    for v in values:
+        total += v
+    return total
+
+
+def f(x, scale=2.0):
+    """Docstrings and comments are fine."""
+    import time
+    max = 0                      # shadowing a builtin is not tampering
+    sum = helper([1, 2])
+    torch._dynamo.reset()
+    counts = dict(torch._dynamo.utils.counters["inductor"])
+    best = {}
+    best["n"] = STEPS            # subscript stores on your own objects are fine
+    squares = [i * i for i in range(STEPS) if i != 1]
+    lookup = {k: v for k, v in zip("ab", (1, 2))}
+    with torch.no_grad():
+        y = torch.where(x > 0, x * scale, -x)
+    try:
+        start = time.perf_counter()
+    except Exception as exc:
+        raise RuntimeError(f"no clock: {exc}")
+    inner = lambda t: t + 1
+    return y, max, sum, squares, lookup, counts, inner(1), best
+'''
+
+
+def test_honest_code_passes_and_brings_its_helpers():
+    source = extract_function(HONEST, "f", ALLOWED)
+    assert "def helper" in source and "STEPS = 3" in source
+    assert "def f(" in source
+
+
+def test_unrelated_top_level_code_is_not_shipped():
+    source = extract_function("import os\nos.system('x')\nUNUSED = 1\n" + body("return x"), "f", ALLOWED)
+    assert "os" not in source and "UNUSED" not in source
+
+
+def test_a_helper_is_checked_like_the_function():
+    with pytest.raises(AllowListError, match="`helper`.*getattr"):
+        extract_function("def helper(x):\n    return getattr(x, 'a')\n" + body("return helper(x)"), "f", ALLOWED)
+
+
+def test_a_computed_top_level_value_is_not_available():
+    with pytest.raises(AllowListError, match="`CASES` is not available"):
+        extract_function("CASES = make_cases()\n" + body("return CASES"), "f", ALLOWED)
+
+
+def test_load_checked_runs_with_limited_builtins():
+    import torch
+
+    fn = load_checked(HONEST, "f", ALLOWED, {"torch": torch})
+    out = fn(torch.tensor([1.0, -2.0]))
+    assert out[1] == 0 and out[2] == 3
+    probe = load_checked(body("return len(x)"), "f", ALLOWED, {"torch": torch})
+    builtins = probe.__globals__["__builtins__"]
+    assert "open" not in builtins and "getattr" not in builtins and "len" in builtins
+
+
+def test_load_checked_rechecks_the_source():
+    with pytest.raises(AllowListError):
+        load_checked(body("return getattr(x, 'a')"), "f", ALLOWED, {})
