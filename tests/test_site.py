@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import inspect
 import os
 import re
 import threading
@@ -26,6 +27,8 @@ import nbformat
 import pytest
 from playwright.sync_api import sync_playwright
 
+from compile_course.paths import NOTEBOOKS
+from compile_course.site import traced_lesson
 from compile_course.site.build import REPORT_FOLDER, build_site, remote_assets, stage_folder
 from compile_course.site.published_links import published_target
 
@@ -91,6 +94,14 @@ def test_remote_assets_names_what_a_page_would_fetch(tmp_path):
 ])
 def test_published_target(docname, target, published):
     assert published_target(docname, target) is published
+
+
+def test_traced_function_is_notebook_04s():
+    # The tlparse page says the report traces notebook 04's function: it must be the same code.
+    notebook = next(NOTEBOOKS.glob("04_*.ipynb"))
+    cells = [c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+    source = inspect.getsource(traced_lesson.branch_on_values)
+    assert any(source.strip() in cell for cell in cells), f"{notebook.name} no longer defines:\n{source}"
 
 
 @pytest.fixture(scope="module")

@@ -98,9 +98,10 @@ def build_site(out: Path = BUILD / "site", *, report: bool = True, strict: bool 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="course site", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m compile_course.site.build", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=BUILD / "site", help="output folder (default build/site)")
-    parser.add_argument("--no-report", action="store_true", help="skip the TORCH_TRACE + tlparse step (keeps the last report, if any)")
+    parser.add_argument("--no-report", action="store_true",
+                        help="skip the TORCH_TRACE + tlparse step (keeps the last report, if any)")
     parser.add_argument("--strict", action="store_true", help="fail on any Sphinx warning")
     args = parser.parse_args(argv)
     index = build_site(args.out.resolve(), report=not args.no_report, strict=args.strict)
