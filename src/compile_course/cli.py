@@ -137,13 +137,14 @@ def cmd_run(args) -> int:
         summary.append(("exercises regenerated", str(len(written)), "exercises/"))
 
     try:
-        from .grading.samples import grade_samples
+        from course_grader.samples import make_samples  # noqa: F401  (the sample maker, needed below)
+        from course_grader.orchestrate import grade_samples
     except ImportError:
         summary.append(("grading", "grader not available yet", ""))
     else:
         print("[4/5] grading the bundled sample submissions", flush=True)
-        line, grader_ok = grade_samples(BUILD / "grading", jobs=args.jobs)
-        summary.append(("sample grading", line, "build/grading/"))
+        line, grader_ok = grade_samples(BUILD / "samples-grading", jobs=args.jobs)
+        summary.append(("sample grading", line, "build/samples-grading/"))
         failed |= not grader_ok
 
     print("[5/5] building the course site from the stored outputs, with the tlparse report", flush=True)
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         from .drift.cli import main as drift_main
         return drift_main(argv[1:])
     if argv[:1] == ["grade"]:
-        from .grading.cli import main as grade_main
+        from course_grader.cli import main as grade_main
         return grade_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
