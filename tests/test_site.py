@@ -68,6 +68,7 @@ class Page:
     sidebar: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # caption -> [(text, href)]
     page_toc: int = 0
     prev_next: tuple[str | None, str | None] = (None, None)
+    outputs: int = 0  # rendered code-cell outputs (myst-nb's div.cell_output)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -187,6 +188,7 @@ _READ_PAGE = """() => {
     plots: imgs.filter(i => i.src.includes('/_images/')).length,
     sidebar,
     toc: document.querySelectorAll('.bd-sidebar-secondary nav a.nav-link').length,
+    outputs: document.querySelectorAll('div.cell_output').length,
     prev: prev ? prev.href : null,
     next: next ? next.href : null,
   };
@@ -214,7 +216,8 @@ def crawl(base_url, browser_page) -> dict[str, Page]:
         response = page.goto(url, wait_until="load")
         data = page.evaluate(_READ_PAGE)
         pages[url] = Page(url, response.status if response else 0, data["title"], data["links"], set(data["ids"]),
-                          data["broken"], data["plots"], data["sidebar"], data["toc"], (data["prev"], data["next"]))
+                          data["broken"], data["plots"], data["sidebar"], data["toc"], (data["prev"], data["next"]),
+                          data["outputs"])
         for link in data["links"]:
             target = urldefrag(link).url.split("?", 1)[0]
             if target.startswith(base_url) and target.endswith(".html") and target not in pages:
@@ -295,6 +298,17 @@ def test_notebook_links_become_page_links(crawl, base_url):
     for url, page in _sphinx_pages(crawl, base_url).items():
         raw = [link for link in page.links if urldefrag(link).url.endswith(".ipynb") and "/_sources/" not in link]
         assert not raw, (url, raw)
+
+
+def test_every_stored_output_is_rendered(crawl, base_url, lessons, exercises):
+    # Nothing is executed for the site, and nothing stored is dropped: one rendered output block per
+    # code cell that has stored outputs.
+    for folder, notebooks in (("notebooks", lessons), ("exercises", exercises)):
+        for path in notebooks:
+            cells = nbformat.read(path, as_version=4).cells
+            stored = sum(1 for cell in cells if cell.cell_type == "code" and cell.outputs)
+            shown = crawl[f"{base_url}{folder}/{path.stem}.html"].outputs
+            assert shown == stored, f"{path.name}: {shown} outputs on the page, {stored} code cells with outputs"
 
 
 def test_stored_plots_load(crawl, base_url, site, lessons, exercises):
