@@ -36,3 +36,15 @@ def tensor_or_none(value) -> dict | None:
 def fresh_compiler() -> None:
     """Empty Dynamo's caches so a count describes this run alone."""
     torch._dynamo.reset()
+
+
+def restore_global_state() -> None:
+    """Undo what student code may have switched globally (stance, grad mode, default dtype, seed).
+
+    Each measure runs in a fresh process, so this only matters between the runs one
+    harness call makes: an earlier run must not decide how a later one behaves.
+    """
+    torch.compiler.set_stance("default")
+    torch.set_grad_enabled(True)
+    torch.set_default_dtype(torch.float32)
+    torch.manual_seed(0)

@@ -13,7 +13,7 @@ import torch
 
 from .allowlist import AllowList, load_checked
 from ..protocol import decode_tensor, encode_tensor
-from .common import error_text, fresh_compiler, upstream_gradient
+from .common import error_text, fresh_compiler, restore_global_state, upstream_gradient
 
 FUNCTION = "safe_normalize_rewrite"
 ALLOWED = AllowList(provided=frozenset({"torch"}))
@@ -23,6 +23,7 @@ CAPTURE_EXAMPLE = (3.0, -4.0)
 def _capture(fn) -> dict:
     counts, fullgraph_errors = [], []
     for dtype in (torch.float32, torch.float64):
+        restore_global_state()
         x = torch.tensor(CAPTURE_EXAMPLE, dtype=dtype)
         fresh_compiler()
         try:
@@ -44,6 +45,7 @@ def _case(fn, case: dict) -> dict:
     grad = case["grad"] is True
     if grad:
         x.requires_grad_(True)
+    restore_global_state()
     fresh_compiler()  # each case compiles anew: no recompile limit, no state from an earlier case
     compiled = torch.compile(fn, backend="eager", fullgraph=True)
     try:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch._dynamo.testing import CompileCounter
 
-from .common import error_text, fresh_compiler
+from .common import error_text, fresh_compiler, restore_global_state
 
 GB_ID = re.compile(r"/gb/(gb\d{4})\.html", re.IGNORECASE)
 MAX_LINES = 40
@@ -163,4 +163,5 @@ def _recompiles() -> dict:
 
 
 def diagnose(payload: dict) -> dict:
+    restore_global_state()
     return {"breaks": _breaks(), "recompiles": _recompiles()}

@@ -19,7 +19,7 @@ from torch import nn
 from torch._dynamo.testing import CompileCounter
 
 from .allowlist import AllowList, load_checked
-from .common import error_text, fresh_compiler
+from .common import error_text, fresh_compiler, restore_global_state
 
 WARM_UP = "warm_up"
 ALLOWED = AllowList(provided=frozenset({"torch"}), dotted=frozenset({"torch._dynamo.mark_dynamic"}))
@@ -103,6 +103,7 @@ def _recompiles_log():
 
 def counts(payload: dict) -> dict:
     out = {}
+    restore_global_state()
     fresh_compiler()
     torch.manual_seed(0)
     with _recompiles_log() as lines:
@@ -132,6 +133,7 @@ def warm_up(payload: dict) -> dict:
     except Exception as exc:  # noqa: BLE001
         error = error_text(exc)
     frames = counter.frame_count
+    restore_global_state()
     calls = {}
     for n in payload["batch_sizes"]:
         try:

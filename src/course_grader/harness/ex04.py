@@ -21,7 +21,7 @@ from torch import nn
 from compile_course.comparison import Case, compare
 
 from .allowlist import AllowList, load_checked
-from .common import error_text, fresh_compiler
+from .common import error_text, fresh_compiler, restore_global_state
 
 FIXTURE = "check_equivalent"
 ALLOWED = AllowList(provided=frozenset({"torch", "nn", "Case", "compare", "copy"}))
@@ -171,6 +171,7 @@ def judge(payload: dict) -> dict:
     random.SystemRandom().shuffle(order)  # a fixture that counts its calls learns nothing
     results = {}
     for name in order:
+        restore_global_state()
         fresh_compiler()
         fixture = load_checked(payload["source"], FIXTURE, ALLOWED, namespace)  # fresh constants each call
         reference, candidate = build(name)

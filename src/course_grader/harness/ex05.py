@@ -28,7 +28,7 @@ import torch
 from torch._dynamo.utils import counters
 
 from .allowlist import AllowList, load_checked
-from .common import error_text, fresh_compiler
+from .common import error_text, fresh_compiler, restore_global_state
 
 FUNCTION = "time_and_record"
 ALLOWED = AllowList(provided=frozenset({"torch", "time"}), imports=frozenset({"time"}),
@@ -152,6 +152,7 @@ def run(payload: dict) -> dict:
     runs = {}
     try:
         for condition, backend in CONDITIONS:
+            restore_global_state()
             fresh_compiler()
             runs[condition] = _one(payload["source"], backend)
     finally:
