@@ -57,3 +57,21 @@ def test_stderr_is_restored_even_on_error():
     except ValueError:
         pass
     assert sys.stderr is before
+
+
+def test_torch_warnings_show_inside_the_block_only(capfd):
+    # recompile_limit's warning is logged at torch's default WARNING level: shown inside, quiet outside.
+    def hit_limit():
+        torch._dynamo.reset()
+        compiled = torch.compile(double, backend="eager")
+        with torch._dynamo.config.patch(recompile_limit=1):
+            for dtype in (torch.float32, torch.float64):
+                compiled(torch.ones(2, dtype=dtype))
+
+    with torch_logs(recompiles=True):
+        hit_limit()
+    out, err = capfd.readouterr()
+    assert err == "" and "hit config.recompile_limit (1)" in out
+    hit_limit()
+    assert capfd.readouterr() == ("", "")
+    torch._dynamo.reset()
