@@ -120,8 +120,9 @@ def write_html(results: list[NotebookResult], path: Path, reference: str, candid
 {html.escape(candidate)} and the course's other pins, and compared the way <code>pytest --nbval</code> compares
 them with a re-run under the pinned torch {html.escape(reference)} (or, with <code>--against-stored</code>, with the
 stored outputs). A <em>version-report</em> cell only prints which build ran: it is tagged
-<code>version-report</code>, or its outputs are equal once each build's version, commit and CUDA strings are masked.
-Every other difference is a <em>behaviour</em> change, listed first.</p>
+<code>version-report</code>, or its outputs are equal once each build's version, commit and CUDA strings are masked,
+except for whole lines added or removed that themselves name a build (such as a warning that the outputs were
+recorded with another torch). Every other difference is a <em>behaviour</em> change, listed first.</p>
 <h2>Per notebook</h2>
 <table><tr><th>notebook</th><th>compared cells</th><th>version-report changes</th><th>behaviour changes</th>
 <th>stored outputs out of date</th><th>not compared because</th></tr>
