@@ -143,3 +143,22 @@ def test_two_hosts_get_different_uids_and_do_not_disturb_each_other(host):
                 c.run_cell("while True: pass")
             assert b.run_cell("print('b alive')").output == "b alive\n"   # ...and neither kernel noticed
             assert a.run_cell("print('a alive')").output == "a alive\n"
+
+
+def test_template_is_single_threaded_when_it_forks(host):
+    assert host.template.ready.threads == 1
+    assert not [n for n in host.notices if "threads" in n]
+
+
+def test_without_cgroups_rlimits_still_end_a_cpu_loop(monkeypatch):
+    from course_grader.sandbox import host as host_module
+    from course_grader.sandbox.cgroups import CgroupPlan
+
+    monkeypatch.setattr(host_module.CgroupPlan, "detect",
+                        classmethod(lambda cls: CgroupPlan(notices=["no writable cgroup (test)"])))
+    with GradingHost(hide=[], limits=small_limits(cpu_s_per_cell=2)) as degraded:
+        assert "no writable cgroup (test)" in degraded.notices
+        with degraded.notebook_kernel() as kernel:
+            assert kernel.run_cell("print(1)").output == "1\n"
+            result = kernel.run_cell("while True: pass", "loop")
+    assert result.fault.value == "cpu-time" and "cell loop" in result.error
