@@ -226,7 +226,10 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCach
     wrong types, an exception of its own)."""
     if not ex.tests:
         return [], [], 0.0
-    grade, harness = verdict_for(ex)
+    try:
+        grade, harness = verdict_for(ex)
+    except Exception as exc:  # noqa: BLE001 - missing or broken verdict code is the grader's fault
+        raise GraderError(f"{ex.id} has no usable verdict code: {type(exc).__name__}: {str(exc)[:300]}") from exc
     measurer = _Measurer(host, harness, cache)
     from .context import AnswerError, GradeContext
     from .sandbox import SandboxFault
@@ -300,8 +303,16 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
     attempt.notices += [f.line() for f in checked.notices]
     attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""), c.rubric, c.points)
                        for c in ex.answers]
-    attempt.cells, attempt.notes, student_cpu = feedback_run(host, checked)
-    tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for, cache)
+    if retried:
+        # the second run of a submission is alone: nothing else runs, not even its own feedback kernel
+        attempt.cells, attempt.notes, student_cpu = feedback_run(host, checked)
+        tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for, cache)
+    else:
+        # the feedback kernel and the measuring children are independent: run them side by side
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedback") as side:
+            feedback = side.submit(feedback_run, host, checked)
+            tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for, cache)
+            attempt.cells, attempt.notes, student_cpu = feedback.result()
     if faults and not final:
         return None, None, True
     attempt.tests = tests
@@ -450,7 +461,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 cache = ReplyCache()
                 if warm:
                     w0 = time.perf_counter()
-                    _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache)
+                    _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache, jobs)
                     report.warm_s = time.perf_counter() - w0
                 _grade_jobs(todo, host, verdict_for, jobs, progress, book, report, cache)
                 report.cached_replies = cache.hits
@@ -466,25 +477,26 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
 
 
 def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict_for, progress: bool,
-          cache: ReplyCache) -> None:
+          cache: ReplyCache, jobs: int = 1) -> None:
     """Grade each exercise's model answers inside ``host.warming()``; stop unless each gets full auto marks."""
-    with host.warming():
-        for eid in exercise_ids:
-            ex = exercises[eid]
-            if not ex.tests:
-                continue
-            if progress:
-                print(f"warming the compile cache: {ex.name}", file=sys.stderr)
-            nb = answered_notebook(ex)
-            cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
-            job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
-            attempt, _, _ = grade_submission(job, host, verdict_for, final=True, cache=cache)
-            if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
-                detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
-                                   for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)
-                raise GraderError(f"the model answers of {ex.name} do not get full marks "
-                                  f"({attempt.auto_score if attempt else 0:g}/{ex.auto_points:g}; "
-                                  f"{attempt.reason if attempt else ''} {detail}); nothing was graded")
+    def one(ex: Exercise) -> None:
+        if progress:
+            print(f"warming the compile cache: {ex.name}", file=sys.stderr)
+        nb = answered_notebook(ex)
+        cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
+        job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
+        attempt, _, _ = grade_submission(job, host, verdict_for, final=True, cache=cache)
+        if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
+            detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
+                               for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)
+            raise GraderError(f"the model answers of {ex.name} do not get full marks "
+                              f"({attempt.auto_score if attempt else 0:g}/{ex.auto_points:g}; "
+                              f"{attempt.reason if attempt else ''} {detail}); nothing was graded")
+
+    todo = [exercises[eid] for eid in exercise_ids if exercises[eid].tests]
+    with host.warming(), ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="warm") as pool:
+        for _ in pool.map(one, todo):   # re-raises the first failure
+            pass
 
 
 def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, book: Gradebook,
