@@ -101,7 +101,8 @@ def fastest_interleaved(fns: dict, *args, rounds: int = 15) -> dict[str, float]:
     Timing A for half a second and then B compares A's quiet spell with B's busy
     one whenever something else runs on the machine. Alternating the calls lets
     a busy spell hit every candidate alike, and the best of ``rounds`` calls is
-    the least disturbed figure: use it for a claim that a compared cell prints.
+    the least disturbed figure. It is still a timing: whatever is concluded
+    from it belongs in a volatile cell, like every other timing.
     """
     best = {name: float("inf") for name in fns}
     for _ in range(rounds):
