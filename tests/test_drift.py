@@ -2,6 +2,7 @@
 
 import json
 
+import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
@@ -139,3 +140,25 @@ def test_torch_requirement_accepts_a_version_or_a_wheel(tmp_path):
     with pytest.raises(FileNotFoundError):
         torch_requirement(str(tmp_path / "torch-9.9.9-none.whl"))
     assert "torch==" not in other_pins() and "jupyterlab==" in other_pins()
+
+
+def test_runs_are_compared_on_a_snapshot_and_a_missing_run_is_reported(tmp_path):
+    from compile_course.drift.cli import compare_all, snapshot
+
+    source = tmp_path / "course" / "notebooks"
+    source.mkdir(parents=True)
+    stored = notebook("2.14.1+cu130", "RecompileError", warning=False)
+    nbformat.write(stored, source / "01_x.ipynb")
+    nbformat.write(stored, source / "02_y.ipynb")
+    copies = snapshot([source / "01_x.ipynb", source / "02_y.ipynb"], tmp_path / "drift" / "source")
+    nbformat.write(new_notebook(cells=[new_markdown_cell("edited meanwhile")]), source / "01_x.ipynb")
+    assert nbformat.read(copies[0], as_version=4) == stored  # the copy, not the edited file, is compared
+    for run, torch_version, exception in (("candidate", "2.13.0+cpu", "RuntimeError"),
+                                          ("reference", "2.14.1+cu130", "RecompileError")):
+        (tmp_path / run / "notebooks").mkdir(parents=True)
+        nbformat.write(notebook(torch_version, exception, warning=run == "candidate"),
+                       tmp_path / run / "notebooks" / "01_x.ipynb")
+    results = compare_all(copies, tmp_path / "candidate", tmp_path / "reference", [PINNED, OLDER], "2.14.1")
+    assert [r.notebook for r in results] == ["notebooks/01_x.ipynb", "notebooks/02_y.ipynb"]
+    assert totals(results)["behaviour"] == 1 and results[0].stale == []
+    assert results[1].error.startswith("no re-run notebook")
