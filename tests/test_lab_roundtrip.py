@@ -95,6 +95,8 @@ def test_open_and_save_through_the_server_changes_no_byte(path, server, served, 
 
 
 OPEN_AND_SAVE = """async (path) => {
+  const limit = new Promise((_, reject) => setTimeout(() => reject(new Error('no kernel in 120 s: ' + path)), 120000));
+  return Promise.race([limit, (async () => {
   const app = window.jupyterapp;
   await app.restored;
   const widget = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
@@ -111,6 +113,7 @@ OPEN_AND_SAVE = """async (path) => {
   await widget.sessionContext.shutdown();
   widget.dispose();
   return {dirty, metadata};
+  })()]);
 }"""
 
 
