@@ -90,9 +90,31 @@ class CgroupPlan:
                                     + {"memory": "memory is capped by RLIMIT_AS only",
                                        "pids": "processes are not capped (the PID namespace still ends them)",
                                        "cpu": "CPU is measured per process only"}[resource])
-        if v2_ok and (v2_parent / "cgroup.kill").exists():
+        if v2_ok:  # cgroup.kill exists in non-root v2 cgroups since Linux 5.14; checked per run
             plan.kill = v2_parent
         return plan
+
+
+RUN_PREFIX = "course-grader-"
+
+
+def sweep_stale(plan: CgroupPlan) -> int:
+    """Remove empty run cgroups left by a grader that died (its pid, in the name, is gone).
+
+    Only ``rmdir`` is used: a cgroup that still has members is left alone, and nothing is killed."""
+    removed = 0
+    parents = {place[1] for place in (plan.memory, plan.pids, plan.cpu) if place} | ({plan.kill} if plan.kill else set())
+    for parent in parents:
+        for child in parent.glob(RUN_PREFIX + "*"):
+            parts = child.name.split("-")
+            if len(parts) != 5 or not parts[3].isdigit() or Path(f"/proc/{parts[3]}").exists():
+                continue
+            try:
+                child.rmdir()
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 class RunCgroup:
@@ -171,7 +193,7 @@ class RunCgroup:
 
     def kill(self) -> None:
         """SIGKILL every process of this run's cgroups (and only those)."""
-        if "kill" in self.dirs:
+        if "kill" in self.dirs and (self.dirs["kill"] / "cgroup.kill").exists():
             try:
                 (self.dirs["kill"] / "cgroup.kill").write_text("1")
             except OSError:

@@ -32,7 +32,7 @@ from pathlib import Path
 from course_grader import protocol
 from course_grader.protocol import (CellReply, Exited, Measure, MeasureReply, ProtocolError, Ready, RunCell,
                                     Spawn, Started, Stop, TemplateReady)
-from course_grader.sandbox.cgroups import CgroupPlan, RunCgroup
+from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, sweep_stale
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, FaultKind
@@ -432,6 +432,7 @@ class GradingHost:
             if os.geteuid() == 0:
                 self.uids = UidLease()
                 self.plan = CgroupPlan.detect()
+                sweep_stale(self.plan)
             else:
                 self.notices.append("not root: runs keep the grader's uid and have no namespaces or cgroups")
             self.notices += self.plan.notices
@@ -467,7 +468,7 @@ class GradingHost:
     def next_cgroup_name(self) -> str:
         with self._lock:
             block = self.uids.block if self.uids else os.getpid()
-            return f"course-grader-{block}-{os.getpid()}-{next(self._names)}"
+            return f"{RUN_PREFIX}{block}-{os.getpid()}-{next(self._names)}"
 
     def notebook_kernel(self, limits: Limits | None = None) -> NotebookKernel:
         """A fresh kernel (use it as a context manager); ``limits`` overrides the host's for this one."""

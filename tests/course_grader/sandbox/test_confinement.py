@@ -83,16 +83,20 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
              "import compile_course.comparison\n"
              "print('compile_course ok')")
     hidden = [ROOT / "solutions", ROOT / "tests", ROOT / ".git", ROOT / "build", ROOT / "src" / "course_grader", secret]
-    with GradingHost(hide=[secret, gradebook], compile_cache=None, limits=small_limits()) as host:
+    public_file = ROOT / "pyproject.toml"      # a file outside /tmp: covered by /dev/null inside
+    with GradingHost(hide=[secret, gradebook, public_file], compile_cache=None, limits=small_limits()) as host:
         with host.notebook_kernel() as kernel:
             out = kernel.run_cell(f"PATHS = {[str(p) for p in hidden]!r}\n" + probe).output
+            covered = kernel.run_cell(f"print(repr(open('{public_file}').read()))").output
     lines = out.splitlines()
     for path, line in zip(hidden, lines):
         # under /tmp (pytest's tmp_path) a hidden folder is not even there: /tmp itself is private
         assert line == f"{path} []" or (str(path).startswith("/tmp/") and line == f"{path} FileNotFoundError"), line
     assert lines[len(hidden)] == "True"                  # the gradebook file reads as empty
     assert lines[-1] == "compile_course ok"
+    assert covered == "''\n"
     assert (secret / "alice__ex01.ipynb").exists() and gradebook.read_text() == "grades"
+    assert public_file.read_text().startswith("[build-system]")
 
 
 def test_grader_package_cannot_be_imported_by_the_kernel(host):
