@@ -32,9 +32,9 @@ course: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile
 
-## lab: open JupyterLab at the course root (notebooks/, exercises/ and solutions/ all reachable)
+## lab: open JupyterLab at the course root (notebooks/, exercises/ and solutions/ all reachable), on lesson 01
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)"
+	$(BIN)/jupyter lab notebooks/01_lesson_goals.ipynb --ServerApp.root_dir="$(CURDIR)"
 
 ## site: build the course site alone into build/site/ (Sphinx over the stored outputs, plus a tlparse report)
 site: $(STAMP)
