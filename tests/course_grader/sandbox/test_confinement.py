@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import secrets
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -166,3 +169,34 @@ def test_without_cgroups_rlimits_still_end_a_cpu_loop(monkeypatch):
             assert kernel.run_cell("print(1)").output == "1\n"
             result = kernel.run_cell("while True: pass", "loop")
     assert result.fault.value == "cpu-time" and "cell loop" in result.error
+
+
+def test_kernel_has_no_grader_module_but_the_sandbox_itself(host):
+    with host.notebook_kernel() as kernel:
+        out = kernel.run_cell("import sys\nprint(sorted(m for m in sys.modules if m.startswith('course_grader')))").output
+    loaded = ast.literal_eval(out)
+    assert loaded and all(m == "course_grader" or m.startswith(("course_grader.sandbox", "course_grader.protocol",
+                                                               "course_grader.status")) for m in loaded), loaded
+
+
+def test_a_killed_grader_leaves_no_run_behind():
+    marker = f"orphan-{secrets.token_hex(6)}"
+    grader = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+from course_grader.sandbox import GradingHost, Limits
+with GradingHost(hide=[]) as host:
+    with host.notebook_kernel() as kernel:
+        kernel.run_cell("import subprocess, sys\\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'])")
+        print('ready', flush=True)
+        time.sleep(600)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert grader.stdout.readline().strip() == "ready"
+        assert processes_with(marker)
+    finally:
+        grader.kill()            # SIGKILL: no context manager exit runs
+        grader.wait()
+    deadline = time.monotonic() + 20
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []
