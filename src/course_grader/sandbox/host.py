@@ -87,7 +87,8 @@ class Template:
     """The fork server process and its control socket."""
 
     def __init__(self):
-        ours, theirs = socket.socketpair()
+        # SEQPACKET keeps each request one message, descriptors and all.
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         nonce = protocol.new_nonce()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(

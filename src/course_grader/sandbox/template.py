@@ -32,6 +32,7 @@ from course_grader.sandbox import confine, kernel, measure  # noqa: E402  (loade
 STUDENT_MODULES = ["compile_course", "compile_course.comparison", "compile_course.diagnostics",
                    "compile_course.timing", "compile_course.boundary", "compile_course.session",
                    "compile_course.quiet", "compile_course.checks"]
+SPAWN_BYTES = 1 << 20            # one spawn request (a hide list of paths) fits easily
 PRELOAD = ["torch", "torch._dynamo", "torch._dynamo.testing", "torch._inductor.compile_fx",
            "torch._inductor.codecache", "IPython.core.interactiveshell", "traitlets.config",
            *STUDENT_MODULES]
@@ -45,6 +46,14 @@ def preload() -> None:
             importlib.import_module(name)
         except ImportError:
             pass  # a helper module the course does not have (yet): students import what exists
+    try:
+        # A hash of torch's own source that every inductor compile needs (cached per process):
+        # computed once here instead of once per student compile. Pure file reading, no threads.
+        from torch._inductor.codecache import torch_key
+
+        torch_key()
+    except Exception:  # noqa: BLE001 - an optimisation only
+        pass
 
 
 def thread_count() -> int:
@@ -65,8 +74,7 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
                                             confine.course_paths(),
                                             spawn.compile_cache, spawn.cache_writable, spawn.uid)
     except Exception as exc:  # the run must not start half-confined
-        protocol.write_all(status_fd, protocol.encode(Started(pid=0, notices=[f"confinement failed: {exc}"],
-                                                              nonce=spawn.nonce)))
+        _report(status_fd, Started(pid=0, notices=[f"confinement failed: {exc}"], nonce=spawn.nonce))
         os._exit(70)
     pid = os.fork()
     if pid == 0:
@@ -74,11 +82,17 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
         init(spawn, chan_fd, out_fd)
     os.close(chan_fd)
     os.close(out_fd)
-    protocol.write_all(status_fd, protocol.encode(Started(pid=pid, notices=notices, nonce=spawn.nonce)))
+    _report(status_fd, Started(pid=pid, notices=notices, nonce=spawn.nonce))
     _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    protocol.write_all(status_fd, protocol.encode(Exited(status=code, nonce=spawn.nonce)))
+    _report(status_fd, Exited(status=os.waitstatus_to_exitcode(status), nonce=spawn.nonce))
     os._exit(0)
+
+
+def _report(status_fd: int, message) -> None:
+    try:
+        protocol.write_all(status_fd, protocol.encode(message))
+    except OSError:
+        pass  # the grader stopped listening (it closed the run): nothing left to tell
 
 
 def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
@@ -152,7 +166,7 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
 def serve(control: socket.socket) -> None:
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(control, protocol.MAX_MESSAGE_BYTES, 3)
+            data, fds, _, _ = socket.recv_fds(control, SPAWN_BYTES, 3)
         except (ConnectionResetError, OSError):
             return
         if not data:
