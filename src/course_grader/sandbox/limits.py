@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CPU_S_PER_CELL = 120            # one notebook cell, or one measuring request (a warm-cache compile needs far less)
+CPU_S_PER_CELL = 60             # one notebook cell, or one measuring request (a cold inductor compile of a model answer: ~16 s)
 CPU_S_TOTAL = 600               # everything one run (one notebook, one measuring child) may use
 WALL_BACKSTOP_FACTOR = 3        # wall-clock limit of a cell = this many times its CPU budget
 MEMORY_BYTES = 4 << 30          # resident memory of a run (cgroup); torch itself takes ~0.4 GB

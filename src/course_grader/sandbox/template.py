@@ -47,11 +47,13 @@ def preload() -> None:
         except ImportError:
             pass  # a helper module the course does not have (yet): students import what exists
     try:
-        # A hash of torch's own source that every inductor compile needs (cached per process):
-        # computed once here instead of once per student compile. Pure file reading, no threads.
-        from torch._inductor.codecache import torch_key
+        # Hashes of torch's and triton's own source that every inductor compile needs for its cache
+        # key (cached per process, ~2 s together): computed once here instead of once per student
+        # compile. Pure file reading, no threads started.
+        from torch._inductor.codecache import torch_key, triton_key
 
         torch_key()
+        triton_key()
     except Exception:  # noqa: BLE001 - an optimisation only
         pass
 
