@@ -280,10 +280,15 @@ class Run:
             if cpu is not None and cpu0 is not None and cpu - cpu0 > cpu_budget:
                 self.kill()
                 raise SandboxFault(FaultKind.CPU_TIME, f"your code used {cpu_budget:.0f} s of CPU in {where}")
-            if time.monotonic() - start > wall_budget:
-                self.kill()
-                raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {wall_budget:.0f} s (wall clock) in {where} "
-                                   "without finishing; it was waiting, not computing")
+            elapsed = time.monotonic() - start
+            if elapsed > wall_budget:
+                used = (cpu - cpu0) if cpu is not None and cpu0 is not None else None
+                idle = used is None or used < self.limits.idle_cpu_fraction * elapsed
+                if idle or elapsed > self.limits.wall_s_hard:
+                    self.kill()
+                    raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {elapsed:.0f} s (wall clock) in {where} "
+                                       "without finishing, " + ("almost without using CPU: it was waiting, not computing"
+                                                                if idle else "the longest any cell may run"))
             if self.exit_status is not None or (self.chan_reader.eof and self._await_exit(2.0)):
                 self._check_counters(oom0, pids0, where)
                 raise self._death_fault(where, cpu_budget, cpu0)

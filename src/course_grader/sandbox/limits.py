@@ -1,8 +1,10 @@
 """The sandbox's limits: named constants, gathered in one ``Limits`` value a GradingHost applies.
 
-CPU time is the primary limit (it does not depend on how busy the host is); the
+CPU time is the primary limit (it does not depend on how busy the host is). The
 wall-clock backstop only catches code that waits without computing (``sleep``, a
-blocking read), and is generous so that a loaded 2-core machine never hits it first.
+blocking read): past ``wall_s_backstop`` a cell fails only if it used less than
+``IDLE_CPU_FRACTION`` of that wall time as CPU, so slow progress on a loaded machine is
+never mistaken for waiting. ``WALL_S_HARD`` is the absolute end, whatever the CPU use.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from dataclasses import dataclass
 
 CPU_S_PER_CELL = 60             # one notebook cell, or one measuring request (a cold inductor compile of a model answer: ~16 s)
 CPU_S_TOTAL = 600               # everything one run (one notebook, one measuring child) may use
-WALL_BACKSTOP_FACTOR = 3        # wall-clock limit of a cell = this many times its CPU budget
+WALL_BACKSTOP_FACTOR = 3        # wall-clock backstop of a cell = this many times its CPU budget
+IDLE_CPU_FRACTION = 0.05        # below this CPU/wall ratio past the backstop, the code is waiting
+WALL_S_HARD = 3600.0            # no cell or measurement runs longer than this, however busy the host
 MEMORY_BYTES = 4 << 30          # resident memory of a run (cgroup); torch itself takes ~0.4 GB
 ADDRESS_SPACE_BYTES = 16 << 30  # RLIMIT_AS, only when no memory cgroup is available (torch maps a lot)
 PIDS = 128                      # processes and threads of a run (cgroup pids.max); inductor's C++ build needs a few
@@ -27,6 +31,8 @@ class Limits:
     cpu_s_per_cell: int = CPU_S_PER_CELL
     cpu_s_total: int = CPU_S_TOTAL
     wall_s_backstop: float = CPU_S_PER_CELL * WALL_BACKSTOP_FACTOR   # per cell / per measuring request
+    idle_cpu_fraction: float = IDLE_CPU_FRACTION
+    wall_s_hard: float = WALL_S_HARD
     memory_bytes: int = MEMORY_BYTES
     pids: int = PIDS
     output_bytes: int = OUTPUT_BYTES_PER_CELL

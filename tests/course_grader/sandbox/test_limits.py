@@ -41,6 +41,14 @@ def test_sleeping_code_hits_the_wall_clock_backstop(host):
     assert "sleepy" in result.error and "waiting" in result.error
 
 
+def test_busy_code_is_not_stopped_by_the_wall_clock_backstop(host):
+    # 3 s of CPU take longer than the 1 s backstop on any machine; a loaded one only stretches it
+    with host.notebook_kernel(small_limits(cpu_s_per_cell=30, wall_s_backstop=1.0)) as kernel:
+        result = kernel.run_cell("import time\nt = time.process_time()\nwhile time.process_time() - t < 3:\n    pass\n"
+                                 "print('done')", "busy")
+    assert result.status is CellStatus.OK and result.output == "done\n", result
+
+
 def test_memory_cap_gives_a_memory_fault(host):
     if not host.plan.memory:
         pytest.skip("no memory cgroup on this host")
