@@ -485,7 +485,9 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
         nb = answered_notebook(ex)
         cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
         job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
-        attempt, _, _ = grade_submission(job, host, verdict_for, final=True, cache=cache)
+        attempt, _, again = grade_submission(job, host, verdict_for, final=False, cache=cache)
+        if again:   # a measuring fault: once more before calling the model answers broken
+            attempt, _, _ = grade_submission(job, host, verdict_for, final=True, retried=True, cache=cache)
         if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
             detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
                                for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)

@@ -1,1 +1,0 @@
-"""Exercises: ``release`` turns each solution notebook into its student copy."""
