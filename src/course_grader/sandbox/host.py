@@ -155,9 +155,10 @@ class Run:
             if host.plan.memory or host.plan.pids or host.plan.cpu:
                 self.cgroup = RunCgroup(host.plan, host.next_cgroup_name(), self.limits.memory_bytes, self.limits.pids)
             chan_ours, chan_theirs = socket.socketpair()
+            theirs_fd = chan_theirs.detach()  # a plain descriptor from here on: closed exactly once, below
             out_r, out_w = os.pipe()
             st_r, st_w = os.pipe()
-            fds_to_close = [chan_theirs.fileno(), out_w, st_w]
+            fds_to_close = [theirs_fd, out_w, st_w]
             self.chan, self.out_fd, self.status_fd = chan_ours, out_r, st_r
             self.spawn_nonce = protocol.new_nonce()
             spawn = Spawn(
@@ -174,9 +175,8 @@ class Run:
                 os.close(fd)
             self.close()
             raise
-        chan_theirs.close()
-        os.close(out_w)
-        os.close(st_w)
+        for fd in fds_to_close:
+            os.close(fd)
         self.sel = selectors.DefaultSelector()
         self.chan_reader = protocol.LineReader(self.chan.fileno())
         self.status_reader = protocol.LineReader(self.status_fd, cap=1 << 16)
@@ -226,14 +226,17 @@ class Run:
                         raise ProtocolError("unexpected message on the status pipe")
 
     def _await_start(self) -> None:
+        try:
+            self._await_ready()
+        except ProtocolError as exc:  # only the grader's own processes write before Ready
+            raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start: {exc}") from None
+
+    def _await_ready(self) -> None:
         deadline = time.monotonic() + RUN_START_S
         while True:
             line = self.chan_reader.next_line()
             if line is not None:
-                try:
-                    protocol.decode(line, Ready, self.spawn_nonce)
-                except ProtocolError as exc:
-                    raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start: {exc}") from None
+                protocol.decode(line, Ready, self.spawn_nonce)
                 return
             if self.init_pid == 0 and self.notices and any(n.startswith("confinement failed") for n in self.notices):
                 raise SandboxFault(FaultKind.GRADER, f"the sandbox could not be set up: {self.notices[-1]}")
