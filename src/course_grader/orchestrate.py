@@ -579,6 +579,8 @@ def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
         ok = {"full": score == possible, "zero": score == 0, "partial": 0 < score < possible}[want["score"]]
         if not ok:
             problems.append(f"{fname}: {score:g}/{possible:g} (expected {want['score']})")
+        elif "points" in want and score != want["points"]:
+            problems.append(f"{fname}: {score:g}/{possible:g} (expected exactly {want['points']:g})")
         text = r["reason"] + " " + r["notes"]
         if want.get("reason") and not re.search(want["reason"], text, re.I):
             problems.append(f"{fname}: reason {r['reason']!r} does not mention {want['reason']!r}")
