@@ -132,7 +132,7 @@ def _crashes(ex: Exercise) -> dict[str, tuple[object, dict]]:
         # In measured code, the student's own limits run out: zero, with the reason.
         "crash-measured-infinite-loop": (with_cells(good, replace={"ex01-rewrite": (
             "def safe_normalize_rewrite(x):\n    while True:\n        pass\n")}),
-            {"status": "graded", "score": "zero", "points": 0, "reason": "cpu|time"}),
+            {"status": "graded", "score": "zero", "points": 0, "reason": "cpu|time|limit"}),
         "crash-measured-memory": (with_cells(good, replace={"ex01-rewrite": (
             "def safe_normalize_rewrite(x):\n    hog = torch.empty(50 * 2**30, dtype=torch.uint8)\n"
             "    hog.fill_(1)\n    return x\n")}),
