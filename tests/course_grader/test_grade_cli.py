@@ -1,0 +1,54 @@
+"""``course grade`` (course_grader.cli), reached through the ``course`` command: usage errors and instructor actions."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from compile_course.cli import main as course_main
+from course_grader.cli import main as grade_main
+from course_grader.gradebook import Gradebook
+
+
+@pytest.mark.parametrize("argv", [
+    [],                                                  # nothing to do
+    ["--import-review", "r.csv"],                         # no --out: no gradebook to find
+    ["DIR", "--clear-flag", "abc", "--reason", "x"],     # two actions at once
+])
+def test_usage_errors_exit_2(argv, capsys):
+    assert grade_main(argv) == 2
+    assert "course grade:" in capsys.readouterr().err
+
+
+def test_a_file_or_a_symlink_is_not_a_submissions_folder(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert grade_main([str(tmp_path / "file"), "--out", str(tmp_path / "o")]) == 2
+    assert grade_main([str(tmp_path / "link"), "--out", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
+
+
+def test_course_grade_is_the_new_grader(tmp_path, capsys):
+    assert course_main(["grade", "--clear-flag", "abc", "--reason", "x", "--out", str(tmp_path)]) == 2
+    assert "no gradebook at" in capsys.readouterr().err
+
+
+def test_import_review_through_the_cli(tmp_path, submission, grade_fake, capsys):
+    submission("ada", "ex06")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    sheet = report.out_dir / "review.csv"
+    with open(sheet, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0]["score"] = "1"
+    with open(sheet, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert grade_main(["--import-review", str(sheet), "--out", str(report.out_dir)]) == 0
+    assert f"review: {len(rows)} answers scored, 0 rows skipped" in capsys.readouterr().out
+    with Gradebook(report.gradebook) as book:
+        [row] = book.current()
+        assert book.manual_score(row["key"]) == (1.0, False)
+    assert "ada,ex06_check_understanding,graded,0,0,1," in (report.out_dir / "grades.csv").read_text()
