@@ -64,7 +64,7 @@ class VersionBoundary:
             ("dynamic", str(self.dynamic)),
             ("recompile_limit", str(dynamo_config.recompile_limit)),
             ("automatic_dynamic_shapes", str(dynamo_config.automatic_dynamic_shapes)),
-            ("specialize_float", str(dynamo_config.specialize_float)),
+            ("specialize_float", str(getattr(dynamo_config, "specialize_float", "n/a"))),  # absent in old releases
             ("capture_scalar_outputs", self.scalar_capture()),
             ("inductor fx_graph_cache", str(inductor_config.fx_graph_cache)),
             ("default dtype", str(torch.get_default_dtype()).replace("torch.", "")),
