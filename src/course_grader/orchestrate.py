@@ -295,7 +295,12 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
     attempt = Attempt(job.key, cand.student, ex.id, ex.name, ex.title, cand.rel, job.loaded.sha256, ex.sha256,
                       AttemptStatus.GRADED, auto_possible=ex.auto_points, manual_possible=ex.manual_points,
                       notices=list(job.loaded.notices))
-    checked = check(ex, job.loaded.notebook)
+    try:
+        checked = check(ex, job.loaded.notebook)
+    except Exception as exc:  # noqa: BLE001 - a malformed notebook is the file's problem, never a stopped batch
+        attempt.status = AttemptStatus.REJECTED
+        attempt.reason = f"the notebook's cells could not be matched to the exercise ({type(exc).__name__})"
+        return attempt, None, False
     if checked.reject:
         attempt.status, attempt.reason = AttemptStatus.REJECTED, checked.reject
         return attempt, None, False

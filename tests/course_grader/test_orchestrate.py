@@ -195,3 +195,12 @@ def test_equal_measuring_requests_are_answered_once_per_run(tmp_path, submission
     assert report.ok and [e for e, _ in calls].count("reference") == 1
     assert [e for e, _ in calls].count("student") == 2      # the model answer (warm-up) and ros's stub
     assert report.cached_replies == 5                        # 3 references + 2 model-equal answers
+
+
+def test_a_notebook_that_breaks_matching_is_a_rejection(tmp_path, submission, grade_fake, monkeypatch):
+    import course_grader.orchestrate as orchestrate
+
+    submission("una", "ex01")
+    monkeypatch.setattr(orchestrate, "check", lambda ex, nb: (_ for _ in ()).throw(TypeError("odd cell")))
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", warm=False)
+    assert report.ok and report.graded[0].status == "rejected" and "TypeError" in report.graded[0].reason
