@@ -200,3 +200,19 @@ with GradingHost(hide=[]) as host:
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_with(marker) == []
+
+
+def test_concurrent_runs_from_worker_threads(host):
+    """``course grade --jobs N`` opens kernels and measurements from several threads at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(n: int):
+        with host.notebook_kernel() as kernel:
+            out = kernel.run_cell(f"import os\nprint(os.getuid(), {n} * 2)").output.split()
+        return int(out[0]), int(out[1]), host.measure("probe", "listing", {"paths": []})["uid"]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(8)))
+    assert [r[1] for r in results] == [n * 2 for n in range(8)]
+    assert all(r[0] in host.uid_block and r[2] in host.uid_block for r in results)
+    assert uids_alive(host.uid_block) == []
