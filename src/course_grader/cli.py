@@ -44,7 +44,7 @@ def summary_table(rows, book) -> None:
     table = Table(title="Grades (the attempt that counts per student and exercise)")
     for col in ("student", "exercise", "status", "tests", "review", "attempt", "reason"):
         table.add_column(col, overflow="fold")
-    styles = {"graded": "", "flagged": "bold red", "rejected": "yellow", "duplicate": "", "fault": "bold red"}
+    styles = {"graded": "", "flagged": "bold red", "rejected": "yellow", "fault": "bold red"}
     for r in rows:
         manual, reviewed = book.manual_score(r["key"])
         review = "-" if not r["manual_possible"] else (f"{manual:g}/{r['manual_possible']:g}" if reviewed else "pending")

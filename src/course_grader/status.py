@@ -16,7 +16,6 @@ class AttemptStatus(StrEnum):
     GRADED = "graded"        # verdicts were computed; the score counts
     FLAGGED = "flagged"      # integrity flag: scores 0 until an instructor clears the flag
     REJECTED = "rejected"    # not gradable (not a notebook, wrong exercise, unreadable...): scores 0
-    DUPLICATE = "duplicate"  # another file of the same student and exercise counts instead
     FAULT = "fault"          # the grader failed on it (never the student's fault): not a grade
 
 
