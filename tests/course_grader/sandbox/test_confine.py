@@ -1,0 +1,80 @@
+"""confine.build_mounts on its own, in a forked child with fresh namespaces (no template needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from course_grader.sandbox import confine
+
+from sandbox_probes import needs_root
+
+pytestmark = needs_root
+
+
+def in_namespaces(setup, probe) -> dict:
+    """Run ``setup()`` then ``probe() -> dict`` in a forked child with new namespaces; its JSON reply."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            assert confine.unshare_namespaces() == []
+            notices = setup()
+            os.write(w, json.dumps({"notices": notices, **probe()}).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_a_checkout_under_tmp_stays_reachable_with_its_hidden_parts_covered():
+    clone = Path(f"/tmp/clone-{secrets.token_hex(4)}")
+    try:
+        (clone / "solutions").mkdir(parents=True)
+        (clone / "solutions" / "ex01.ipynb").write_text("answers")
+        (clone / "src").mkdir()
+        (clone / "src" / "helper.py").write_text("x = 1")
+        stray = Path(f"/tmp/stray-{secrets.token_hex(4)}")
+        stray.write_text("other user's file")
+        reply = in_namespaces(
+            lambda: confine.build_mounts([str(clone / "solutions")], {}, [str(clone)], "", False, 2_000_999),
+            lambda: {"tmp": sorted(os.listdir("/tmp")), "clone": sorted(os.listdir(clone)),
+                     "solutions": os.listdir(clone / "solutions"), "src": (clone / "src" / "helper.py").read_text()})
+    finally:
+        for p in (clone / "solutions" / "ex01.ipynb", clone / "src" / "helper.py"):
+            p.unlink()
+        for p in (clone / "solutions", clone / "src", clone):
+            p.rmdir()
+        stray.unlink()
+    assert reply["notices"] == []
+    assert reply["tmp"] == sorted([clone.name, "work"])          # the stray file is gone
+    assert reply["clone"] == ["solutions", "src"] and reply["solutions"] == [] and reply["src"] == "x = 1"
+
+
+def test_reveal_binds_a_folder_read_only_inside_a_hidden_one(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "harness").mkdir(parents=True)
+    (package / "secret.py").write_text("hidden")
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    (probes / "probe.py").write_text("seen")
+
+    def probe():
+        try:
+            open(package / "harness" / "new.py", "w").close()
+            writable = True
+        except OSError:
+            writable = False
+        return {"pkg": sorted(os.listdir(package)), "harness": os.listdir(package / "harness"), "writable": writable}
+
+    # tmp_path lives under /tmp, which becomes private: keep it reachable the way a checkout would be
+    reply = in_namespaces(lambda: confine.build_mounts([str(package)], {str(package / "harness"): str(probes)},
+                                                       [str(tmp_path)], "", False, 2_000_999), probe)
+    assert reply["pkg"] == ["harness"] and reply["harness"] == ["probe.py"] and reply["writable"] is False
+    assert (package / "secret.py").read_text() == "hidden" and not (package / "harness" / "new.py").exists()
