@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from course_grader.sandbox import GradingHost
 from course_grader.status import CellStatus
 

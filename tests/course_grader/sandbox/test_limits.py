@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from course_grader import protocol
-from course_grader.sandbox import GradingHost, SandboxFault
+from course_grader.sandbox import SandboxFault
 from course_grader.status import CellStatus, FaultKind
 
-from sandbox_probes import PROBES, needs_root, small_limits, uids_alive
+from sandbox_probes import needs_root, small_limits, uids_alive
 
 pytestmark = needs_root
 
