@@ -37,12 +37,15 @@ def _positive(value) -> bool:
     return type(value) in (int, float) and not isinstance(value, bool) and 0 < value < 1e6
 
 
-def _windows(run: dict, kind: str) -> list[tuple[float, float, float]]:
-    """``(duration, widest honest figure, index)`` for each recorded call of ``kind``, in order."""
+def _windows(run: dict, kind: str) -> list[tuple[float, float, dict]]:
+    """``(duration, widest honest figure, event)`` for each counted call of ``kind``, in order.
+
+    Only calls of the workload (``fn`` or ``torch.compile(fn)`` on the grader's ``x``) count;
+    every recorded call bounds the gaps around them."""
     events = sorted(run["events"], key=lambda e: e["t0"])
     out = []
     for i, e in enumerate(events):
-        if e["kind"] != kind:
+        if e["kind"] != kind or e.get("counts") is not True:
             continue
         before = events[i - 1]["t1"] if i > 0 else run["start"]
         after = events[i + 1]["t0"] if i + 1 < len(events) else run["end"]
@@ -57,8 +60,8 @@ def _timing_problems(name: str, run: dict) -> list[str]:
         first_key, fastest_key = f"{kind}_first_s", f"{kind}_fastest_s"
         first, fastest = report.get(first_key), report.get(fastest_key)
         if len(calls) < 1 + MIN_STEADY_CALLS:
-            problems.append(f"{name}: the grader saw {len(calls)} call(s) of the {kind} function; time the first "
-                            f"call and then at least {MIN_STEADY_CALLS} steady calls")
+            problems.append(f"{name}: the grader saw {len(calls)} call(s) of the {kind} function on x; time the "
+                            f"first call and then at least {MIN_STEADY_CALLS} steady calls, each on x")
             continue
         duration, widest, event = calls[0]
         if not _positive(first) or not duration - EPS_S <= first <= widest + EPS_S:

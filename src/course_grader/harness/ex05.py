@@ -10,8 +10,11 @@ three times, under conditions the grader arranges:
 
 ``fn`` is a wrapper that timestamps every eager call with ``time.perf_counter``;
 while the student's function runs, ``torch.compile`` returns a wrapper that does
-the same for every compiled call and records the Dynamo frames compiled and the
+the same for every compiled call and records the Dynamo graphs compiled and the
 FX graph cache hits and misses during the call, and the arguments compile got.
+A call ``counts`` as a timing of the workload only if it is a call of ``fn`` (or
+of ``torch.compile(fn)``) on the ``x`` the grader passed: timing a smaller input,
+or compiling something else, cannot lower the floor a reported figure must clear.
 The reply is the student's report (JSON data only) next to those records; the
 trusted side checks one against the other.
 """
@@ -79,6 +82,14 @@ def _json_value(value, depth: int = 0):
     return {"unsupported type": type(value).__name__}
 
 
+def _same_input(args: tuple, kwargs: dict, x: torch.Tensor) -> bool:
+    """Only calls on the ``x`` the grader passed (or an equal copy) count as timings of this workload."""
+    if kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
+        return False
+    a = args[0]
+    return a is x or (a.shape == x.shape and a.dtype == x.dtype and a.device == x.device and torch.equal(a, x))
+
+
 class _Watch:
     """The grader's records of one condition."""
 
@@ -90,20 +101,22 @@ class _Watch:
     def now(self) -> float:
         return time.perf_counter() - self.origin
 
-    def eager(self, real):
+    def eager(self, real, x):
         def fn(*args, **kwargs):
             t0 = self.now()
             out = real(*args, **kwargs)
-            self.events.append({"kind": "eager", "t0": t0, "t1": self.now()})
+            self.events.append({"kind": "eager", "t0": t0, "t1": self.now(), "counts": _same_input(args, kwargs, x)})
             return out
         return fn
 
-    def compile(self, real_compile, eager_wrapper, real_fn):
+    def compile(self, real_compile, eager_wrapper, real_fn, x):
         def recording_compile(model=None, **kwargs):
             if model is None:  # torch.compile(backend=...)(fn)
                 return lambda m: recording_compile(m, **kwargs)
-            self.compile_calls.append({k: _json_value(v) for k, v in kwargs.items()
-                                       if k in ("backend", "fullgraph", "dynamic", "mode")})
+            of_fn = model is eager_wrapper or model is real_fn
+            if of_fn:
+                self.compile_calls.append({k: _json_value(v) for k, v in kwargs.items()
+                                           if k in ("backend", "fullgraph", "dynamic", "mode")})
             compiled = real_compile(real_fn if model is eager_wrapper else model, **kwargs)
 
             def call(*args, **kw):
@@ -113,6 +126,7 @@ class _Watch:
                 t1 = self.now()
                 new_hits, new_misses = _cache_counts()
                 self.events.append({"kind": "compiled", "t0": t0, "t1": t1,
+                                    "counts": of_fn and _same_input(args, kw, x),
                                     "frames": counters["stats"]["unique_graphs"] - frames,
                                     "hits": new_hits - hits, "misses": new_misses - misses})
                 return out
@@ -122,12 +136,12 @@ class _Watch:
 
 def _one(source: str, backend: str) -> dict:
     watch = _Watch()
-    eager_fn = watch.eager(fused)
+    x = torch.randn(*SHAPE, generator=torch.Generator().manual_seed(0))
+    eager_fn = watch.eager(fused, x)
     real_compile = torch.compile
-    torch.compile = watch.compile(real_compile, eager_fn, fused)
+    torch.compile = watch.compile(real_compile, eager_fn, fused, x)
     try:
         fn = load_checked(source, FUNCTION, ALLOWED, {"torch": torch, "time": time})
-        x = torch.randn(*SHAPE, generator=torch.Generator().manual_seed(0))
         start = watch.now()
         try:
             report, error = fn(eager_fn, x, backend), None

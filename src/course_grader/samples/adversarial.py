@@ -202,3 +202,15 @@ SAMPLES: list[Sample] = [
                                        "        'boundary': dict(backend=backend, fullgraph=True, dynamic=False,",
                                        "                         inputs='float32 x of shape [256, 1024]', diagnostics=['perf_counter_ns'])}")}),
 ]
+
+SAMPLES.append(
+    Sample("adv-time-tiny-input", "ex05", 3, "reports the compiled steady time measured on a 1-element slice of x",
+           replace={"ex05-answer": _timing("\n    ".join([
+               "small = x[:1, :1]",
+               "compiled(small)",
+               "times = []",
+               "for _ in range(10):",
+               "    t0 = time.perf_counter()",
+               "    compiled(small)",
+               "    times.append(time.perf_counter() - t0)",
+               "compiled_fastest = min(times)"]))}))
