@@ -74,8 +74,10 @@ class GradeContext:
         except AllowListError as exc:
             raise AnswerError(str(exc)) from None
         found = [node for node in tree.body
-                 if isinstance(node, ast.Assign) and len(node.targets) == 1
-                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name]
+                 if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                     and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name)
+                 or (isinstance(node, ast.AnnAssign) and node.value is not None
+                     and isinstance(node.target, ast.Name) and node.target.id == name)]
         if not found:
             raise AnswerError(f"{cell_id}: no `{name} = ...` assignment at the top level of the cell "
                               "(replace the `raise NotImplementedError(...)` line with it)")

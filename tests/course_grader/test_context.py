@@ -38,6 +38,10 @@ def test_unusable_literals_raise_answer_error(source, phrase):
     assert phrase in str(info.value)
 
 
+def test_an_annotated_assignment_is_an_answer_too():
+    assert ctx({"a": "ANSWER: dict[str, str | None] = {'x': None}"}).literal("a", "ANSWER") == {"x": None}
+
+
 def test_missing_cell_is_an_answer_error():
     with pytest.raises(AnswerError, match="missing"):
         ctx({}).literal("a", "ANSWER")
