@@ -3,7 +3,7 @@
 A run is three processes, all forked from the template (``template.py``):
 
 1. the **reaper** (in the host's PID namespace, outside the run's cgroups) calls
-   ``unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET)`` and builds the mount table
+   ``unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)`` and builds the mount table
    (:func:`build_mounts`): ``/`` made private, an empty read-only tmpfs over every hidden
    path (solutions, tests, .git, build, the grader's package, submissions, outputs),
    a fresh tmpfs over ``/tmp``, ``/dev/shm``, ``/var/tmp``, ``/run/lock``, the course
@@ -28,7 +28,7 @@ import os
 import resource
 import sys
 
-CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
@@ -76,15 +76,18 @@ def join_cgroups(paths: list[str]) -> None:
 
 
 def unshare_namespaces() -> list[str]:
-    """New PID (for the children), mount and network namespaces; notices for what failed."""
+    """New PID (for the children), mount, network and IPC namespaces; notices for what failed.
+
+    The IPC namespace matters because System V shared memory, semaphores and message queues
+    outlive the process that made them; in a namespace of its own they end with the run."""
     if not is_root():
         return ["not root: no PID, mount or network namespace; instructor files are hidden only "
                 "by not being imported, and processes are ended by process group"]
-    if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET) == 0:
+    if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) == 0:
         return []
     err = os.strerror(ctypes.get_errno())
     notices = []
-    for flag, name in ((CLONE_NEWNS, "mount"), (CLONE_NEWPID, "PID"), (CLONE_NEWNET, "network")):
+    for flag, name in ((CLONE_NEWNS, "mount"), (CLONE_NEWPID, "PID"), (CLONE_NEWNET, "network"), (CLONE_NEWIPC, "IPC")):
         if _libc.unshare(flag) != 0:
             notices.append(f"no {name} namespace ({err})")
     return notices

@@ -214,3 +214,14 @@ def test_concurrent_runs_from_worker_threads(host):
     assert [r[1] for r in results] == [n * 2 for n in range(8)]
     assert all(r[0] in host.uid_block and r[2] in host.uid_block for r in results)
     assert uids_alive(host.uid_block) == []
+
+
+def test_system_v_ipc_does_not_outlive_the_run(host):
+    key = 0x5A000000 + secrets.randbelow(1 << 20)
+    code = ("import ctypes\n"
+            f"shmid = ctypes.CDLL(None, use_errno=True).shmget({key}, 4096, 0o1000 | 0o600)\n"  # IPC_CREAT
+            "print(shmid >= 0)")
+    with host.notebook_kernel() as kernel:
+        assert kernel.run_cell(code).output == "True\n"
+        assert f"{key:d}" not in Path("/proc/sysvipc/shm").read_text().split()   # not in the host's namespace
+    assert f"{key:d}" not in Path("/proc/sysvipc/shm").read_text().split()
