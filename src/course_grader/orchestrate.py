@@ -501,7 +501,9 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
                               f"{attempt.reason if attempt else ''} {detail}); nothing was graded")
 
     todo = [exercises[eid] for eid in exercise_ids if exercises[eid].tests]
-    with host.warming(), ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="warm") as pool:
+    # Set-up, not grading: two exercises at a time even with --jobs 1 (no student code runs yet).
+    workers = max(1, min(len(todo), max(2, jobs)))
+    with host.warming(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="warm") as pool:
         for _ in pool.map(one, todo):   # re-raises the first failure
             pass
 
