@@ -31,7 +31,7 @@ import sys
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_NAME, PR_SET_NO_NEW_PRIVS = 1, 15, 38
 
 PRIVATE_DIRS = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")   # each gets its own empty tmpfs
 PRIVATE_TMP_SIZE = "size=1g"
@@ -59,6 +59,12 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 
 def prctl(option: int, value: int) -> None:
     _libc.prctl(option, value, 0, 0, 0)
+
+
+def set_name(name: str) -> None:
+    """The process name ``top`` and ``ps -e`` show (15 bytes at most)."""
+    buf = ctypes.create_string_buffer(name.encode()[:15])
+    _libc.prctl(PR_SET_NAME, buf, 0, 0, 0)
 
 
 def die_with_parent() -> None:

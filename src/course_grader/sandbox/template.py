@@ -66,6 +66,7 @@ def thread_count() -> int:
 
 def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
     """The run's first process, in the host's PID namespace; trusted (never runs student code)."""
+    confine.set_name("grader-reaper")
     confine.die_with_parent()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the template ignores it; we wait for our child
     notices: list[str] = []
@@ -99,6 +100,7 @@ def _report(status_fd: int, message) -> None:
 
 def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
     """PID 1 of the run's namespace: mounts /proc, starts the worker, reaps, exits with its status."""
+    confine.set_name("grader-init")
     confine.die_with_parent()
     try:
         # The run's cgroups hold init and everything below it, never the reaper: killing the
@@ -129,6 +131,7 @@ def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
 
 def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
     """Applies the last limits, drops privileges, then serves the run's requests."""
+    confine.set_name(f"grader-{spawn.mode}")
     try:
         os.setsid()
         devnull = os.open("/dev/null", os.O_RDONLY)
@@ -191,6 +194,7 @@ def serve(control: socket.socket) -> None:
 
 
 def main(argv: list[str]) -> int:
+    confine.set_name("grader-template")
     control = socket.socket(fileno=int(argv[1]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished reapers are reaped by the kernel
     preload()
