@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 
 import torch
@@ -48,3 +50,42 @@ def restore_global_state() -> None:
     torch.set_grad_enabled(True)
     torch.set_default_dtype(torch.float32)
     torch.manual_seed(0)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def torch_log(artifact: str):
+    """The messages of torch's ``artifact`` log (what ``TORCH_LOGS=<artifact>`` prints) inside the block.
+
+    They are collected, not printed: torch's own handler does not see them.
+    """
+    handler = _Collect()
+    torch._logging.set_logs(**{artifact: True})
+    loggers = [logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict) if n.endswith(f".__{artifact}")]
+    saved = [(lg, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False
+    try:
+        yield handler.messages
+    finally:
+        for lg, propagate in saved:
+            lg.removeHandler(handler)
+            lg.propagate = propagate
+        torch._logging.set_logs()
+
+
+GUARD_FAILURE = re.compile(r"^\s*- \d+/\d+: ")
+
+
+def guard_failures(messages: list[str]) -> list[str]:
+    """The guard-failure lines (``- 0/1: ...``) of recompiles-log messages."""
+    return [line.strip() for m in messages for line in m.splitlines() if GUARD_FAILURE.match(line)]

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch._dynamo.testing import CompileCounter
 
-from .common import error_text, fresh_compiler, restore_global_state
+from .common import error_text, fresh_compiler, guard_failures, restore_global_state, torch_log
 
 GB_ID = re.compile(r"/gb/(gb\d{4})\.html", re.IGNORECASE)
 MAX_LINES = 40
@@ -97,40 +97,11 @@ SEQUENCES = {"seq_a": (seq_a, "double"), "seq_b": (seq_b, "double"), "seq_c": (s
              "seq_d": (seq_d, "net"), "seq_e": (seq_e, "double"), "seq_f": (seq_f, "net")}
 
 
-class _Collect(logging.Handler):
-    def __init__(self, suffix: str) -> None:
-        super().__init__(logging.DEBUG)
-        self.suffix, self.messages = suffix, []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.name.endswith(self.suffix):
-            self.messages.append(record.getMessage())
-
-
-@contextlib.contextmanager
-def _artifact(name: str):
-    """Collect torch's ``name`` log artifact (what TORCH_LOGS=name prints) inside the block, quietly."""
-    handler = _Collect(f"__{name}")
-    torch._logging.set_logs(**{name: True})
-    loggers = [logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict) if n.endswith(f".__{name}")]
-    saved = [(lg, lg.propagate) for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.propagate = False
-    try:
-        yield handler.messages
-    finally:
-        for lg, propagate in saved:
-            lg.removeHandler(handler)
-            lg.propagate = propagate
-        torch._logging.set_logs()
-
-
 def _breaks() -> dict:
     out = {}
     for name, fn in FUNCTIONS.items():
         fresh_compiler()
-        with _artifact("graph_breaks") as messages, contextlib.redirect_stdout(None):
+        with torch_log("graph_breaks") as messages, contextlib.redirect_stdout(None):
             torch.compile(fn, backend="eager")(example())
         logged = [{"gb": (GB_ID.search(m).group(1).upper() if GB_ID.search(m) else "-"),
                    "text": "\n".join(m.splitlines()[:MAX_LINES])} for m in messages]
@@ -154,11 +125,10 @@ def _recompiles() -> dict:
         counter = CompileCounter()
         compiled = torch.compile(net if target == "net" else double, backend=counter)
         torch.manual_seed(1)
-        with _artifact("recompiles") as messages:
+        with torch_log("recompiles") as messages:
             run(compiled, net)
         out[name] = {"frames": counter.frame_count,
-                     "guard_failures": [line.strip() for m in messages for line in m.splitlines()
-                                        if re.match(r"^\s*- \d+/\d+: ", line)][:MAX_LINES]}
+                     "guard_failures": guard_failures(messages)[:MAX_LINES]}
     return out
 
 

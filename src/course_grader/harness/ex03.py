@@ -10,16 +10,12 @@ payload names, and replies the frame count and what each call did.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import re
-
 import torch
 from torch import nn
 from torch._dynamo.testing import CompileCounter
 
 from .allowlist import AllowList, load_checked
-from .common import error_text, fresh_compiler, restore_global_state
+from .common import error_text, fresh_compiler, guard_failures, restore_global_state, torch_log
 
 WARM_UP = "warm_up"
 ALLOWED = AllowList(provided=frozenset({"torch"}), dotted=frozenset({"torch._dynamo.mark_dynamic"}))
@@ -74,48 +70,21 @@ class _Recorder:
         return out
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines += [ln.strip() for ln in record.getMessage().splitlines() if re.match(r"^\s*- \d+/\d+: ", ln)]
-
-
-@contextlib.contextmanager
-def _recompiles_log():
-    handler = _Lines()
-    torch._logging.set_logs(recompiles=True)
-    loggers = [logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict) if n.endswith(".__recompiles")]
-    saved = [(lg, lg.propagate) for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.propagate = False
-    try:
-        yield handler.lines
-    finally:
-        for lg, propagate in saved:
-            lg.removeHandler(handler)
-            lg.propagate = propagate
-        torch._logging.set_logs()
-
-
 def counts(payload: dict) -> dict:
     out = {}
     restore_global_state()
     fresh_compiler()
     torch.manual_seed(0)
-    with _recompiles_log() as lines:
+    with torch_log("recompiles") as messages:
         rec = _Recorder(h)
         sequence_a(rec)
-    out["a"] = {"new": rec.new, "guard_failures": lines[:40]}
+    out["a"] = {"new": rec.new, "guard_failures": guard_failures(messages)[:40]}
     fresh_compiler()
     net = make_net()
-    with _recompiles_log() as lines:
+    with torch_log("recompiles") as messages:
         rec = _Recorder(net)
         sequence_b(rec, net)
-    out["b"] = {"new": rec.new, "guard_failures": lines[:40]}
+    out["b"] = {"new": rec.new, "guard_failures": guard_failures(messages)[:40]}
     return out
 
 
