@@ -485,8 +485,7 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
           cache: ReplyCache, jobs: int = 1) -> None:
     """Grade each exercise's model answers inside ``host.warming()``; stop unless each gets full auto marks."""
     def one(ex: Exercise) -> None:
-        if progress:
-            print(f"warming the compile cache: {ex.name}", file=sys.stderr)
+        start = time.perf_counter()
         nb = answered_notebook(ex)
         cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
         job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
@@ -499,6 +498,9 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
             raise GraderError(f"the model answers of {ex.name} do not get full marks "
                               f"({attempt.auto_score if attempt else 0:g}/{ex.auto_points:g}; "
                               f"{attempt.reason if attempt else ''} {detail}); nothing was graded")
+        if progress:
+            print(f"compile cache warmed with the model answers of {ex.name} "
+                  f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
 
     todo = [exercises[eid] for eid in exercise_ids if exercises[eid].tests]
     # Set-up, not grading: two exercises at a time even with --jobs 1 (no student code runs yet).
