@@ -179,7 +179,7 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
     if cache_fd >= 0:
         os.makedirs(CACHE_MOUNT)
         if cache_writable:
-            os.chmod(f"/proc/self/fd/{cache_fd}", 0o777)
+            os.chmod(f"/proc/self/fd/{cache_fd}", 0o777)  # sealed again (0700) when warming ends
             mount(f"/proc/self/fd/{cache_fd}", CACHE_MOUNT, None, MS_BIND)
         else:
             upper, work = "/tmp/.compile-cache-upper", "/tmp/.compile-cache-work"

@@ -38,7 +38,7 @@ from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, FaultKind
 
 TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can take a minute
-RUN_START_S = 60.0           # fork + confinement + the IPython shell of one run
+RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
 POLL_S = 0.1
 
@@ -447,6 +447,7 @@ class GradingHost:
             self.notices += self.plan.notices
             if self.compile_cache:
                 self.compile_cache.mkdir(parents=True, exist_ok=True)
+                self._seal_cache()
             self.ensure_template()
         except BaseException:
             self.__exit__(None, None, None)
@@ -508,3 +509,11 @@ class GradingHost:
             yield self
         finally:
             self.is_warming = False
+            self._seal_cache()
+
+    def _seal_cache(self) -> None:
+        """Only root may enter the cache folder on the host (a warming run opens it, world-writable,
+        while it lasts). Runs do not need more: their overlay's root belongs to their own uid, and
+        the entries inside were written world-writable (umask 0) so that any run can copy them up."""
+        if self.compile_cache is not None and os.geteuid() == 0:
+            os.chmod(self.compile_cache, 0o700)

@@ -70,3 +70,10 @@ def test_warm_cache_spares_the_students_inductor_compile(host):
         assert "('fxgraph_cache_miss', 1)" in kernel.run_cell(code).output
     with host.notebook_kernel() as kernel:
         assert "('fxgraph_cache_hit', 1)" in kernel.run_cell(code).output
+
+
+def test_only_root_can_enter_the_cache_on_the_host(host, cache):
+    assert cache.stat().st_mode & 0o777 == 0o700
+    with host.warming(), host.notebook_kernel() as kernel:
+        assert kernel.run_cell("print(1)").output == "1\n"
+    assert cache.stat().st_mode & 0o777 == 0o700
