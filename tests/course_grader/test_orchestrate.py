@@ -204,3 +204,14 @@ def test_a_notebook_that_breaks_matching_is_a_rejection(tmp_path, submission, gr
     monkeypatch.setattr(orchestrate, "check", lambda ex, nb: (_ for _ in ()).throw(TypeError("odd cell")))
     report = grade_fake(tmp_path / "subs", tmp_path / "out", warm=False)
     assert report.ok and report.graded[0].status == "rejected" and "TypeError" in report.graded[0].reason
+
+
+def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stub_verdicts):
+    from course_grader.orchestrate import grade_samples
+
+    line, ok = grade_samples(tmp_path / "samples-grading", jobs=2, progress=False,
+                             host_factory=lambda *a: fake_host(), verdict_for=stub_verdicts)
+    assert "sample submissions graded:" in line and not ok     # stub verdicts cannot meet the expectations
+    out = tmp_path / "samples-grading"
+    assert (out / "submissions" / "expected.json").is_file() and (out / "grades.csv").is_file()
+    assert (out / "feedback" / "index.html").is_file() and not list(tmp_path.glob("*.csv"))
