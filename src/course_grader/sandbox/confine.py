@@ -37,6 +37,7 @@ PRIVATE_DIRS = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")   # each gets its o
 PRIVATE_TMP_SIZE = "size=1g"
 CACHE_MOUNT = "/tmp/.compile-cache"        # where a run sees the compile cache
 WORKDIR = "/tmp/work"                      # a run's cwd and HOME
+MOUNTED = False                            # set once build_mounts made this process's private tree
 
 
 class ConfineError(Exception):
@@ -129,6 +130,7 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
     checkout and the Python installation). ``reveal``: target -> source, folders inside hidden
     ones that this run still sees, read-only (the measuring child's ``course_grader/harness``).
     """
+    global MOUNTED
     notices: list[str] = []
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     # Open everything that must be bound back before anything covers it.
@@ -195,6 +197,7 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
         os.close(cache_fd)
     for fd in (*reveal_fds.values(), *keep_fds.values()):
         os.close(fd)
+    MOUNTED = True
     return notices
 
 

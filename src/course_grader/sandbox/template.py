@@ -139,14 +139,13 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         confine.close_fds_except({0, 1, 2, chan_fd})
-        env = confine.child_environment(cache=bool(spawn.compile_cache))
-        os.environ.clear()
-        os.environ.update(env)
-        if not os.path.isdir(confine.WORKDIR):  # no mount namespace: a private folder of our own
+        if not confine.MOUNTED:  # no private mount table: a folder of our own, and no shared cache
             import tempfile
 
             confine.WORKDIR = tempfile.mkdtemp(prefix="course-grader-run-")
-            os.environ.update(HOME=confine.WORKDIR)
+        env = confine.child_environment(cache=bool(spawn.compile_cache) and confine.MOUNTED)
+        os.environ.clear()
+        os.environ.update(env)
         os.chdir(confine.WORKDIR)
         if spawn.cache_writable:
             os.umask(0)  # entries a warming run writes must be readable and copy-up-able by every later uid
