@@ -1,7 +1,6 @@
 """The ``course`` command line: cheap help, and ``course execute`` on a real notebook."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -130,7 +129,8 @@ def test_course_execute_out_and_allow_errors_leave_the_source_alone(tmp_path):
     assert ran.cells[3].outputs[0].text == "after the error\n"
 
 
-def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path):
+def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path, capsys):
+    from compile_course.cli import main
     from compile_course.notebooks.normalize import apply_lab_metadata, lab_metadata
 
     path = write_notebook(tmp_path / "nb.ipynb")
@@ -138,10 +138,10 @@ def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path):
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="kept as is\n")]
     nb.cells[1].execution_count = 7
     nbformat.write(nb, path)
-    check = run([sys.executable, "-m", "compile_course.cli", "normalize", "--check", str(path)])
-    assert check.returncode == 1 and "needs normalizing" in check.stdout
-    proc = run([sys.executable, "-m", "compile_course.cli", "normalize", str(path)])
-    assert proc.returncode == 0, proc.stderr
+    before = path.read_bytes()
+    assert main(["normalize", "--check", str(path)]) == 1
+    assert "needs normalizing" in capsys.readouterr().out and path.read_bytes() == before
+    assert main(["normalize", str(path)]) == 0
     after = json.loads(path.read_text())
     assert {k: after["metadata"][k] for k in ("kernelspec", "language_info")} == lab_metadata()
     assert after["cells"][1]["outputs"] == [{"name": "stdout", "output_type": "stream", "text": ["kept as is\n"]}]
@@ -149,12 +149,12 @@ def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path):
     assert not apply_lab_metadata(nbformat.read(path, as_version=4))  # nothing left to change
 
 
-def test_course_run_summary_fits_the_terminal():
-    code = ("from compile_course.cli import print_summary\n"
-            "print_summary([('lessons executed', '8/8 ok', 'build/executed/' + 'x' * 80), ('HTML pages', '8 + index', 'y')])\n")
-    for columns in (60, 100):
-        proc = run([sys.executable, "-c", code], env={**os.environ, "COLUMNS": str(columns)})
-        assert proc.returncode == 0, proc.stderr
-        widths = [len(line) for line in proc.stdout.splitlines() if line.strip()]
-        assert max(widths) <= columns, proc.stdout
-        assert "lessons executed" in proc.stdout
+@pytest.mark.parametrize("columns", [60, 100])
+def test_course_run_summary_fits_the_terminal(columns, monkeypatch, capsys):
+    from compile_course.cli import print_summary
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    print_summary([("lessons executed", "8/8 ok", "build/executed/" + "x" * 80), ("HTML pages", "8 + index", "y")])
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines()) <= columns, printed
+    assert "lessons executed" in printed and "x" * 20 in printed
