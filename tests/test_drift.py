@@ -162,3 +162,16 @@ def test_runs_are_compared_on_a_snapshot_and_a_missing_run_is_reported(tmp_path)
     assert [r.notebook for r in results] == ["notebooks/01_x.ipynb", "notebooks/02_y.ipynb"]
     assert totals(results)["behaviour"] == 1 and results[0].stale == []
     assert results[1].error.startswith("no re-run notebook")
+
+
+def test_the_table_shows_the_line_that_changed_not_a_re_padded_one():
+    from compile_course.drift.report import _changed_lines
+
+    diff = "\n".join(["--- before", "+++ after", "@@ -1,3 +1,3 @@",
+                      "-case   | output                         | ok", "-------+--------------------------------+---",
+                      "-bool   | both raise NotImplementedError | ok",
+                      "+case   | output                  | ok", "+-------+-------------------------+---",
+                      "+bool   | both raise RuntimeError | ok"])
+    assert _changed_lines(diff).splitlines() == ["-bool   | both raise NotImplementedError | ok",
+                                                 "+bool   | both raise RuntimeError | ok",
+                                                 "... 4 more changed line(s)"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 from .compare import ChangeKind, NotebookResult
@@ -37,10 +38,19 @@ def headline(summary: dict, reference: str, candidate: str) -> str:
                "they are out of date (make outputs)" if summary["stale_cells"] else ""))
 
 
+def _squeeze(line: str) -> str:
+    """A changed line without its +/- and its alignment, so that a re-padded table row reads as unchanged."""
+    return re.sub(r"([ \-=])\1+", r"\1", line[1:]).strip()
+
+
 def _changed_lines(diff: str, limit: int = 2, width: int = 200) -> str:
+    """The first lines that really changed: re-padded lines (same text, new column widths) are skipped."""
     lines = [ln for ln in diff.splitlines()[2:] if ln[:1] in "+-"]
-    shown = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in lines[:limit]]
-    return "\n".join(shown + ([f"... {len(lines) - limit} more changed line(s)"] if len(lines) > limit else []))
+    removed = {_squeeze(ln) for ln in lines if ln[0] == "-"}
+    added = {_squeeze(ln) for ln in lines if ln[0] == "+"}
+    telling = [ln for ln in lines if _squeeze(ln) not in (added if ln[0] == "-" else removed)] or lines
+    shown = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in telling[:limit]]
+    return "\n".join(shown + ([f"... {len(lines) - len(shown)} more changed line(s)"] if len(lines) > len(shown) else []))
 
 
 def _ordered(results: list[NotebookResult]):
