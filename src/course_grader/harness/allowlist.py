@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import ast
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 MAX_SOURCE_CHARS = 40_000
 MAX_NODES = 6_000
@@ -108,6 +108,16 @@ class AllowList:
 
     def names(self) -> frozenset[str]:
         return self.provided | self.builtins
+
+    def module_roots(self) -> dict[str, str]:
+        """The provided or importable names that are modules, with the module each one names."""
+        return {n: MODULE_PATHS[n] for n in sorted(self.provided | self.imports) if n in MODULE_PATHS}
+
+
+# Provided names that are modules, and the module each names. Every attribute chain rooted at
+# one of them is resolved by walking the real attributes (see ``_resolve_chain``).
+MODULE_PATHS = {"torch": "torch", "nn": "torch.nn", "time": "time", "copy": "copy"}
+_PRIMITIVES = (bool, int, float, complex, str, bytes, type(None))
 
 
 # ---------------------------------------------------------------- parsing
@@ -205,7 +215,9 @@ def check_function(fn: ast.FunctionDef, allowed: AllowList, extra_names: frozens
             _check_attribute(node, allowed_paths, label)
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
                 and len(node.value) > MAX_CONSTANT_CHARS:
-            raise AllowListError(f"{label} {_line(node)}: a string constant longer than {MAX_CONSTANT_CHARS} characters")
+            raise AllowListError(f"{label} {_line(node)}: a string constant longer than "
+                                 f"{MAX_CONSTANT_CHARS} characters")
+    _check_module_chains(fn, allowed, label)
 
 
 def _check_name(node: ast.Name, known: set[str], label: str) -> None:
@@ -241,6 +253,133 @@ def _check_attribute(node: ast.Attribute, allowed_paths: list[list[str]], label:
     paths = ", ".join(sorted(".".join(p) for p in allowed_paths))
     extra = f" (the only ones allowed here: {paths})" if paths else ""
     raise AllowListError(f"{label} {_line(node)}: `{shown}`: attributes starting with `_` are not allowed{extra}")
+
+
+# ---------------------------------------------------------------- module attribute chains
+
+def _under(name: object, root: str) -> bool:
+    return isinstance(name, str) and (name == root or name.startswith(root + "."))
+
+
+def _owner(obj: object) -> str | None:
+    """The module that defines ``obj`` (a function, class, method or constant)."""
+    module = getattr(obj, "__module__", None)
+    if isinstance(module, str):
+        return module
+    objclass = getattr(obj, "__objclass__", None)
+    if objclass is not None:
+        return getattr(objclass, "__module__", None)
+    return getattr(type(obj), "__module__", None)
+
+
+def _resolve_chain(root_path: str, attrs: list[str], allowed: AllowList, dotted: frozenset[str]) -> object:
+    """Walk ``root_path.attrs...`` over the real attributes; raise ``LookupError(shown, why)`` on a bad step.
+
+    Each step must be a module under the allowed root (not ``root._x`` unless that dotted
+    path is listed), or something whose owning module is under the root; a builtin is
+    accepted only if the exercise allows it by name; primitive constants are accepted.
+    """
+    import builtins as _builtins
+    import importlib
+
+    top = root_path.split(".")[0]
+    obj: object = importlib.import_module(root_path)
+    path = root_path
+    for attr in attrs:
+        path = f"{path}.{attr}"
+        try:
+            obj = getattr(obj, attr)
+        except Exception:  # noqa: BLE001 - anything unresolvable is rejected
+            raise LookupError(path, "cannot be resolved") from None
+        if any(path == d or path.startswith(d + ".") or d.startswith(path + ".") for d in dotted):
+            continue
+        if type(obj).__name__ == "module" and hasattr(obj, "__spec__"):
+            name = getattr(obj, "__name__", None)
+            if not _under(name, root_path) or any(p.startswith("_") for p in name.split(".")[1:]):
+                raise LookupError(path, f"is the module `{name}`, not part of `{root_path}`")
+            continue
+        if isinstance(obj, _PRIMITIVES):
+            continue
+        owner = _owner(obj)
+        if owner == "builtins" and getattr(_builtins, getattr(obj, "__name__", ""), None) is obj:
+            if obj.__name__ in allowed.builtins:
+                continue
+            raise LookupError(path, f"is the builtin `{obj.__name__}`, which is not allowed here")
+        if not _under(owner, top):
+            raise LookupError(path, f"comes from `{owner}`, not from `{top}`")
+    return obj
+
+
+def _is_module(obj: object) -> bool:
+    return type(obj).__name__ == "module" and hasattr(obj, "__spec__")
+
+
+def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) -> None:
+    """Resolve every attribute chain rooted at a provided module (or a local alias of one).
+
+    A module may appear only at the start of a longer chain, or as the whole right-hand
+    side of ``name = <module chain>`` (``F = torch.nn.functional``), which makes ``name``
+    an alias resolved the same way; anywhere else (an argument, a default value, a tuple,
+    a return) it is rejected, since chains rooted at it could not be checked.
+    """
+    roots = allowed.module_roots()
+    if not roots:
+        return
+    dotted = allowed.dotted
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(fn):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for node in ast.walk(fn):  # `import time as t`: t names the module time
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULE_PATHS:
+                    roots[(alias.asname or alias.name).split(".")[0]] = MODULE_PATHS[alias.name.split(".")[0]]
+    # Aliases: every store of the name is `name = <chain that resolves to a module>`.
+    stores: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores.setdefault(node.id, []).append(node)
+    aliases: dict[str, str] = {}
+
+    def resolve(node: ast.AST) -> tuple[str, object] | None:
+        base, attrs = _chain(node) if isinstance(node, ast.Attribute) else (
+            (node.id, []) if isinstance(node, ast.Name) else (None, []))
+        if base is None or base not in roots and base not in aliases:
+            return None
+        root_path = aliases.get(base, roots.get(base))
+        try:
+            obj = _resolve_chain(root_path, attrs, allowed, dotted)
+        except LookupError as exc:
+            shown = ".".join([base, *attrs])
+            raise AllowListError(f"{label} {_line(node)}: `{shown}` ({exc.args[0]}) {exc.args[1]}: measured "
+                                 "code may use only what the exercise's modules themselves define") from None
+        return ".".join([root_path, *attrs]), obj
+
+    for name, nodes in stores.items():
+        values = [parents.get(id(n)) for n in nodes]
+        if all(isinstance(v, ast.Assign) and len(v.targets) == 1 and v.targets[0] is n
+               for v, n in zip(values, nodes)):
+            found = [resolve(v.value) for v in values]
+            paths = {f[0] for f in found if f is not None and _is_module(f[1])}
+            if len(paths) == 1 and all(f is not None and _is_module(f[1]) for f in found):
+                aliases[name] = paths.pop()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(parents.get(id(node)), ast.Attribute):
+            continue  # the outermost chain is resolved as a whole
+        if not isinstance(node, (ast.Attribute, ast.Name)) or not isinstance(node.ctx, ast.Load):
+            continue
+        found = resolve(node)
+        if found is None or not _is_module(found[1]):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(node, ast.Name) and isinstance(parent, ast.Attribute):
+            continue  # the base of a chain: the chain is checked
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) \
+                and parent.targets[0].id in aliases:
+            continue
+        raise AllowListError(f"{label} {_line(node)}: the module `{found[0]}` may only be used to reach its "
+                             f"functions (`{found[0]}.name`) or be given a plain local name (`m = {found[0]}`)")
 
 
 # ---------------------------------------------------------------- extraction
