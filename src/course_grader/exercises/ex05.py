@@ -7,7 +7,8 @@ The harness runs the student's ``time_and_record`` under three conditions it arr
 * a reported first call must fit the grader's record of that call: at least as long
   as the call itself, at most the gap between the calls around it;
 * a reported fastest steady call can be no faster than the fastest steady call the
-  grader saw, and no slower than the widest gap around one;
+  grader saw, and no slower than the narrowest gap around any steady call (each steady
+  call i was timed as s_i with d_i <= s_i <= U_i, so min s_i lies in [min d_i, min U_i]);
 * the cache claim must be what the grader saw during the first compiled call (and
   what it arranged: cold, then warm; none for a backend that generates no code);
 * the speedup is eager's fastest steady call over the compiled one's, from the
@@ -71,10 +72,13 @@ def _timing_problems(name: str, run: dict) -> list[str]:
             problems.append(f"{name}: the first compiled call compiled nothing: reset Dynamo before compiling, "
                             "so the first call is really the first")
         steady = calls[1:]
-        floor, ceiling = min(d for d, _, _ in steady), max(w for _, w, _ in steady)
+        # Every steady call i was timed as some s_i with d_i <= s_i <= U_i, so the fastest of them,
+        # min s_i, lies in [min d_i, min U_i]; load widens both ends together, never moves them apart.
+        floor, ceiling = min(d for d, _, _ in steady), min(w for _, w, _ in steady)
         if not _positive(fastest) or not floor - EPS_S <= fastest <= ceiling + EPS_S:
             problems.append(f"{name}: {fastest_key} = {fastest!r} does not fit the grader's records of the steady "
-                            f"calls (the fastest took {floor:.6f} s)")
+                            f"calls (the fastest took {floor:.6f} s, and some steady call had no more than "
+                            f"{ceiling:.6f} s around it)")
     return problems
 
 
@@ -92,8 +96,9 @@ def _cache_speedup_problems(name: str, run: dict) -> list[str]:
         problems.append(f"{name}: the grader arranged a {arranged or 'no-codegen'} condition but saw "
                         f"{seen or 'no FX graph cache use'} during your first compiled call")
     elif report.get("cache") != arranged:
+        happened = "missed (cold)" if arranged == "cold" else "hit (warm)" if arranged else "was not used (None)"
         problems.append(f"{name}: you reported cache {report.get('cache')!r}; during the first compiled call the FX "
-                        f"graph cache {'missed (cold)' if arranged == 'cold' else 'hit (warm)' if arranged else 'was not used (None)'}")
+                        f"graph cache {happened}")
     speedup = report.get("speedup")
     if run["backend"] in CODEGEN_BACKENDS:
         e, c = report.get("eager_fastest_s"), report.get("compiled_fastest_s")
@@ -101,7 +106,8 @@ def _cache_speedup_problems(name: str, run: dict) -> list[str]:
             problems.append(f"{name}: speedup {speedup!r} should be eager_fastest_s / compiled_fastest_s "
                             "(fastest steady calls; first calls excluded)")
     elif speedup is not None:
-        problems.append(f"{name}: backend {run['backend']!r} generates no code, so speedup must be None, not {speedup!r}")
+        problems.append(f"{name}: backend {run['backend']!r} generates no code, "
+                        f"so speedup must be None, not {speedup!r}")
     return problems
 
 
@@ -144,9 +150,11 @@ def grade(ctx: GradeContext) -> list[TestVerdict]:
             broken.append(f"{name} ({run['backend']}): time_and_record raised {run['error']}")
         elif not isinstance(report, dict) or not REPORT_KEYS <= set(report):
             keys = sorted(report) if isinstance(report, dict) else type(report).__name__
-            broken.append(f"{name} ({run['backend']}): the report should be a dict with {sorted(REPORT_KEYS)}; got {keys}")
+            broken.append(f"{name} ({run['backend']}): the report should be a dict with {sorted(REPORT_KEYS)}; "
+                          f"got {keys}")
         elif report.get("backend") != run["backend"]:
-            broken.append(f"{name}: report['backend'] is {report.get('backend')!r}, but it was called with {run['backend']!r}")
+            broken.append(f"{name}: report['backend'] is {report.get('backend')!r}, "
+                          f"but it was called with {run['backend']!r}")
     if broken:
         return [TestVerdict(t, False, "\n".join(broken)) for t in TESTS]
     runs = reply["runs"]

@@ -96,3 +96,48 @@ def test_boundary_must_name_what_torch_compile_received():
 def test_model_answer_passes_under_the_arranged_conditions(grade_with, model_cells):
     verdicts = grade_with("ex05", model_cells("ex05"))
     assert all(v.passed for v in verdicts.values()), {k: v.message for k, v in verdicts.items()}
+
+
+# ------------------------------------------------ load-independent bounds on synthetic records
+
+def _steady(r, kind):
+    return [e for e in r["events"] if e["kind"] == kind][1:]
+
+
+def test_inflated_fastest_fails_even_when_one_steady_call_had_a_wide_gap():
+    r = run(eager_fastest_s=0.041, speedup=0.041 / 0.00111)  # x10 the fastest eager call
+    # One steady call stalled (a loaded machine): the gap around it is wide enough for x10.
+    stalled = _steady(r, "eager")[2]
+    stalled["t1"] += 0.2
+    for e in r["events"]:
+        if e["t0"] > stalled["t0"]:
+            e["t0"] += 0.2
+            e["t1"] += 0.2
+    r["end"] += 0.2
+    assert any("eager_fastest_s" in p for p in ex05._timing_problems("cold", r))
+
+
+def test_first_call_reported_as_fastest_fails():
+    r = run(compiled_fastest_s=2.0001, speedup=0.0041 / 2.0001)
+    assert any("compiled_fastest_s" in p for p in ex05._timing_problems("cold", r))
+    r = run(eager_fastest_s=0.0101, speedup=0.0101 / 0.00111)
+    assert any("eager_fastest_s" in p for p in ex05._timing_problems("cold", r))
+
+
+def test_honest_figures_pass_under_load_where_every_call_is_slow():
+    events, t = [], 0.0
+    for kind, first, steady in (("eager", 0.5, 0.2), ("compiled", 9.0, 0.05)):
+        for i in range(6):
+            d = first if i == 0 else steady * (1 + 0.3 * i)
+            e = {"kind": kind, "t0": t + 0.03, "t1": t + 0.03 + d, "counts": True}
+            if kind == "compiled":
+                e |= {"frames": int(i == 0), "hits": 0, "misses": int(i == 0)}
+            events.append(e)
+            t = e["t1"]
+    r = run(eager_first_s=0.52, eager_fastest_s=0.26, compiled_first_s=9.01, compiled_fastest_s=0.07,
+            speedup=0.26 / 0.07)
+    r["events"], r["end"] = events, t + 0.03
+    assert ex05._timing_problems("cold", r) == []
+    # The same records reject a fastest above the narrowest steady window, and a first call outside its own.
+    assert ex05._timing_problems("cold", r | {"report": r["report"] | {"eager_fastest_s": 0.33}})
+    assert ex05._timing_problems("cold", r | {"report": r["report"] | {"compiled_first_s": 8.9}})
