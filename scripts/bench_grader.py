@@ -74,7 +74,8 @@ def main(argv=None) -> int:
                   f"(set-up and warm cache {report.warm_s:4.1f} s; without it {60 * len(files) / graded:5.1f}/min); "
                   f"grader faults {len(report.faults)}")
             if over:
-                print(f"        per-submission overhead beyond the student's code: median {statistics.median(over):4.2f} s, "
+                print("        per-submission overhead beyond the student's code: "
+                      f"median {statistics.median(over):4.2f} s, "
                       f"max {max(over):4.2f} s (over {len(over)} submissions; with {jobs} at once)")
             for fault in report.faults:
                 print(f"  grader fault: {fault}")

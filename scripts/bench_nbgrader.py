@@ -150,7 +150,8 @@ def ensure_nbgrader_venv(venv: Path = NBGRADER_VENV) -> Path:
         print(f"first use: creating {venv.relative_to(ROOT)} with {NBGRADER_PIN} (about a minute)", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", NBGRADER_PIN], check=True)
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()
     ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()
@@ -209,7 +210,8 @@ def bench_nbgrader(venv: Path, samples, workers: int, work: Path, env: dict) -> 
         wait_all([run([venv / "bin" / "nbgrader", "generate_assignment", "ex*"], course, env, course / "generate.log")])
         courses.append(course)
     t0 = time.monotonic()
-    codes = wait_all([run([venv / "bin" / "nbgrader", "autograde", "ex*"], c, env, c / "autograde.log") for c in courses])
+    codes = wait_all([run([venv / "bin" / "nbgrader", "autograde", "ex*"], c, env, c / "autograde.log")
+                      for c in courses])
     wall = time.monotonic() - t0
     grades = [g for c in courses for g in nbgrader_grades(venv, c, env)]
     if any(codes) or len(grades) < len(samples):

@@ -61,7 +61,8 @@ def main() -> int:
 
     print(f"{'what':<42}{'median s':>10}{'max s':>9}")
     print(f"{'template start (once per grading run)':<42}{template_s:>10.2f}{template_s:>9.2f}")
-    for label, values in (("notebook kernel: start, 1 cell, stop", kernel_s), ("measuring child: start, 1 call, stop", measure_s),
+    for label, values in (("notebook kernel: start, 1 cell, stop", kernel_s),
+                          ("measuring child: start, 1 call, stop", measure_s),
                           ("fresh interpreter (before the fork server)", fresh_s)):
         print(f"{label:<42}{statistics.median(values):>10.3f}{max(values):>9.3f}")
     per_submission = statistics.median(kernel_s) + statistics.median(measure_s)

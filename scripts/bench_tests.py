@@ -68,13 +68,18 @@ def cold_and_warm(command: list[str], log: Path | None) -> tuple[float, float, s
 def table(rows: list[tuple[str, str, str, str]]) -> str:
     header = ("what", "cold cache", "warm cache", "result")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    fmt = lambda r: "  ".join(c.ljust(w) if i in (0, 3) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+
+    def fmt(r: tuple[str, ...]) -> str:
+        cells = zip(r, widths, strict=True)
+        return "  ".join(c.ljust(w) if i in (0, 3) else c.rjust(w) for i, (c, w) in enumerate(cells)).rstrip()
+
     return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", metavar="PATTERN", help="time only notebooks whose path contains PATTERN; skips the full run")
+    parser.add_argument("--only", metavar="PATTERN",
+                        help="time only notebooks whose path contains PATTERN; skips the full run")
     parser.add_argument("--full", action="store_true", help="with --only, also time the full test command")
     parser.add_argument("--jobs", type=int, default=2, help="pytest-xdist workers for the full run (make test uses 2)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands and exit")
@@ -92,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.dry_run:
         for name, command in jobs:
-            print(f"{name}:\n  TORCHINDUCTOR_CACHE_DIR=<fresh tmp dir> {' '.join(command)}   (cold, then warm with the same dir)")
+            print(f"{name}:\n  TORCHINDUCTOR_CACHE_DIR=<fresh tmp dir> {' '.join(command)}"
+                  "   (cold, then warm with the same dir)")
         return 0
 
     rows = []

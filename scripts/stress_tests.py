@@ -68,7 +68,8 @@ def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--hogs", type=int, nargs="+", default=[0, 2, 4], help="numbers of CPU hogs to try (default 0 2 4)")
+    parser.add_argument("--hogs", type=int, nargs="+", default=[0, 2, 4],
+                        help="numbers of CPU hogs to try (default 0 2 4)")
     parser.add_argument("--runs", type=int, default=3, help="runs for each number of hogs (default 3)")
     parser.add_argument("--jobs", type=int, default=2, help="pytest-xdist workers (make test uses 2)")
     parser.add_argument("--log", type=Path, help="append every run's output to this file")
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     header = ("hogs", "passed", "fastest", "median", "slowest")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
     return 1 if failed else 0
 
 

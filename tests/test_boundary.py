@@ -28,7 +28,8 @@ def test_stable_fields_name_the_build_and_the_settings():
 
 def test_defaults():
     stable = dict(VersionBoundary().stable())
-    assert (stable["backend"], stable["mode"], stable["fullgraph"], stable["dynamic"]) == ("eager", "None", "False", "None")
+    assert ((stable["backend"], stable["mode"], stable["fullgraph"], stable["dynamic"])
+            == ("eager", "None", "False", "None"))
     assert stable["diagnostics used"] == "-"
 
 
@@ -83,7 +84,8 @@ def test_str_is_the_compact_stable_table():
     assert lines[-2:] == ["inputs    float32[8]", "evidence  explain"]
     for key, value in b.stable():  # every stable value is in the table
         assert value in str(b), key
-    assert str(b) == str(VersionBoundary(backend="aot_eager", dynamic=True, inputs="float32[8]", diagnostics=["explain"]))
+    same = VersionBoundary(backend="aot_eager", dynamic=True, inputs="float32[8]", diagnostics=["explain"])
+    assert str(b) == str(same)
 
 
 def test_volatile_table_reports_the_cache_dir(monkeypatch):

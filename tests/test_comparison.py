@@ -44,7 +44,8 @@ CASES = [
 
 
 def test_faithful_compiled_function_agrees_on_every_case():
-    report = compare(branchy, compiled(branchy), CASES + [Case("grad", (torch.randn(5, dtype=torch.float64),), grad=True)])
+    report = compare(branchy, compiled(branchy),
+                     CASES + [Case("grad", (torch.randn(5, dtype=torch.float64),), grad=True)])
     assert report.ok, str(report)
     assert [r.output.text for r in report.results] == ["exact", "exact", "exact"]
     assert report.results[2].grad.text == "exact"
@@ -88,7 +89,8 @@ def test_wrong_gradient_is_caught_while_forward_is_exact():
     def cand(x):  # same forward values, but the gradient only flows through one factor
         return x * x.detach()
 
-    report = compare(ref, compiled(cand), [Case("grad", (torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64),), grad=True)])
+    report = compare(ref, compiled(cand),
+                     [Case("grad", (torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64),), grad=True)])
     result = report.results[0]
     assert result.output.text == "exact"
     assert not result.grad.ok and result.grad.text.startswith("values differ, max diff")
@@ -224,7 +226,8 @@ def test_compare_tensors_agrees_with_torch_testing():
 
 
 def test_non_tensor_outputs_and_structure():
-    report = compare(lambda x: (x.shape[0], x * 1), compiled(lambda x: (x.shape[0] + 1, x * 1)), [Case("t", (torch.ones(2),))])
+    report = compare(lambda x: (x.shape[0], x * 1), compiled(lambda x: (x.shape[0] + 1, x * 1)),
+                     [Case("t", (torch.ones(2),))])
     assert report.results[0].output.text == "3 != 2"
     report = compare(lambda x: (x, x), compiled(lambda x: [x, x]), [Case("t", (torch.ones(2),))])
     assert report.results[0].output.text == "output structure differs"

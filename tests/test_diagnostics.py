@@ -11,8 +11,14 @@ import torch
 import torch.nn as nn
 
 from compile_course.diagnostics import (
-    CompileWatch, call_without_recompile, describe_exception, explain, first_line, gb_id,
-    normalize_recompile_message, recompile_log,
+    CompileWatch,
+    call_without_recompile,
+    describe_exception,
+    explain,
+    first_line,
+    gb_id,
+    normalize_recompile_message,
+    recompile_log,
 )
 
 TORCH_2_14_1 = torch.__version__.split("+")[0] == "2.14.1"
@@ -47,13 +53,15 @@ def no_break(x):
     return torch.sin(x) * 2 + 1
 
 
-@pytest.mark.parametrize("fn, pinned_gb", [(with_print, "GB0059"), (with_item, "GB0124"), (with_branch, None), (no_break, None)])
+@pytest.mark.parametrize("fn, pinned_gb",
+                         [(with_print, "GB0059"), (with_item, "GB0124"), (with_branch, None), (no_break, None)])
 def test_explain_reports_what_dynamo_reports(fn, pinned_gb, capsys):
     x = torch.randn(4)
     report = explain(fn, x)
     torch._dynamo.reset()
     direct = torch._dynamo.explain(fn)(x)
-    assert (report.graph_count, report.break_count, report.op_count) == (direct.graph_count, direct.graph_break_count, direct.op_count)
+    assert ((report.graph_count, report.break_count, report.op_count)
+            == (direct.graph_count, direct.graph_break_count, direct.op_count))
     assert [b.gb for b in report.breaks] == [gb_id(b.reason) for b in direct.break_reasons]
     assert [b.reason for b in report.breaks] == [first_line(b.reason) for b in direct.break_reasons]
     assert [b.full for b in report.breaks] == [b.reason for b in direct.break_reasons]  # nothing dropped
@@ -67,7 +75,8 @@ def test_explain_reports_what_dynamo_reports(fn, pinned_gb, capsys):
     if pinned_gb and TORCH_2_14_1:
         assert report.breaks[0].gb == pinned_gb
     text = str(report)
-    assert text.splitlines()[0] == f"graphs: {report.graph_count}   graph breaks: {report.break_count}   ops captured: {report.op_count}"
+    assert text.splitlines()[0] == (f"graphs: {report.graph_count}   graph breaks: {report.break_count}   "
+                                    f"ops captured: {report.op_count}")
     assert __file__ not in text  # no file paths in what a notebook stores
     for reason in direct.break_reasons:  # every non-empty line of torch's reason is printed
         for line in reason.reason.splitlines():

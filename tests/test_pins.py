@@ -55,7 +55,8 @@ def test_environment_pip_section_equals_requirements_line_for_line():
 def test_python_is_3_11_everywhere():
     conda = [d for d in environment()["dependencies"] if isinstance(d, str) and re.match(r"python\b", d)]
     assert conda == ["python=3.11"]
-    requires = re.search(r'^requires-python\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE).group(1)
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    requires = re.search(r'^requires-python\s*=\s*"([^"]+)"', pyproject, re.MULTILINE).group(1)
     assert requires == ">=3.11,<3.12"
     assert "pip" in environment()["dependencies"]
 

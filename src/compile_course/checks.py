@@ -57,7 +57,8 @@ def expect_answer_format(answer, names, categories, what: str) -> None:
     """
     assert answer is not None, (f"{what} is not defined: replace the `raise NotImplementedError(...)` line with "
                                 f"`{what} = {{...}}` and run that cell")
-    assert isinstance(answer, dict), f"{what} should be a dict {{name: None or a category}}, not {type(answer).__name__}"
+    assert isinstance(answer, dict), (f"{what} should be a dict {{name: None or a category}}, "
+                                      f"not {type(answer).__name__}")
     missing = [n for n in names if n not in answer]
     assert not missing, f"{what} has no entry for {missing}"
     extra = [n for n in answer if n not in names]

@@ -9,8 +9,9 @@ a mismatch, with the reason. The printed report is stable from run to run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -82,10 +83,12 @@ class CompareReport:
         for r in self.results:
             rows.append((r.case.label, r.output.text, r.grad.text if r.grad else "-", "ok" if r.ok else "FAIL"))
         widths = [max(len(row[i]) for row in rows) for i in range(3)]
-        lines = [" | ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + f" | {row[3]}".rstrip(" |") for row in rows]
+        lines = [" | ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True))
+                 + f" | {row[3]}".rstrip(" |") for row in rows]
         lines.insert(1, "-+-".join("-" * w for w in widths))
         passed = sum(r.ok for r in self.results)
-        lines.append(f"{passed}/{len(self.results)} cases agree" + ("" if self.ok else "  <-- the candidate is NOT equivalent"))
+        lines.append(f"{passed}/{len(self.results)} cases agree"
+                     + ("" if self.ok else "  <-- the candidate is NOT equivalent"))
         return "\n".join(lines)
 
     def assert_ok(self) -> None:
@@ -141,7 +144,7 @@ def compare_values(expected: Any, actual: Any) -> Verdict:
     if e_spec != a_spec:
         return Verdict(False, "output structure differs")
     verdicts = []
-    for e, a in zip(e_leaves, a_leaves):
+    for e, a in zip(e_leaves, a_leaves, strict=True):  # same spec, so the same number of leaves
         if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor):
             verdicts.append(compare_tensors(e, a))
         elif isinstance(e, torch.Tensor) or isinstance(a, torch.Tensor):

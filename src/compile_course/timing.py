@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 
 from . import quiet  # noqa: F401  (stderr policy before torch is imported)
+
+# isort: split
 import torch
 import torch.utils.benchmark as benchmark
 from torch._dynamo.utils import counters
@@ -46,7 +48,8 @@ class Timing:
     def line(self) -> str:
         fastest = f"fastest {_fmt(self.fastest_s):>9}   " if self.fastest_s is not None else ""
         return (f"{self.label:<22} first call {_fmt(self.first_call_s):>9}   {fastest}"
-                f"steady median {_fmt(self.median_s):>9} (IQR {_fmt(self.iqr_s)}, {self.runs} runs)   cache: {self.cache}")
+                f"steady median {_fmt(self.median_s):>9} (IQR {_fmt(self.iqr_s)}, {self.runs} runs)"
+                f"   cache: {self.cache}")
 
 
 def speedup(eager: Timing, compiled: Timing) -> float:
@@ -141,9 +144,9 @@ class TimingTable:
         high = [(r.p75_s if r.p75_s is not None else r.median_s) - r.median_s for r in self.rows]
         ax.bar([x + 0.2 for x in xs], [r.median_s for r in self.rows], width=0.4,
                yerr=[low, high], label="steady-state median (25th-75th percentile)")
-        fastest = [(x + 0.2, r.fastest_s) for x, r in zip(xs, self.rows) if r.fastest_s is not None]
+        fastest = [(x + 0.2, r.fastest_s) for x, r in zip(xs, self.rows, strict=True) if r.fastest_s is not None]
         if fastest:
-            ax.plot(*zip(*fastest), linestyle="none", marker="_", markersize=18, color="black",
+            ax.plot(*zip(*fastest, strict=True), linestyle="none", marker="_", markersize=18, color="black",
                     label="fastest steady call (used for speedup)")
         ax.set_yscale("log")
         ax.set_ylabel("seconds (log scale)")
