@@ -13,14 +13,41 @@ what it gets here with references it computes itself.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .allowlist import AllowList, AllowListError, extract_function, parse_source
 
 MAX_LITERAL_CHARS = 20_000      # a data answer is a few short lines; anything bigger is not an answer
 MAX_LITERAL_NODES = 2_000
 MAX_LITERAL_DEPTH = 8
+
+
+MAX_EXCERPT = 60
+
+
+def excerpt(text: object, limit: int = MAX_EXCERPT) -> str:
+    """A short, printable-ASCII excerpt of text a measured run produced (an exception message).
+
+    Feedback is grader-made text; anything that came out of student code is shown
+    only through this: at most ``limit`` characters, other characters replaced by ``?``.
+    """
+    flat = "".join(c if " " <= c <= "~" else "?" for c in str(text))
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def shown(value: object, vocabulary: tuple[str, ...] = ()) -> str:
+    """How a value a student reported is named in feedback: numbers, constants and the grader's
+    own words (``vocabulary``) as they are, anything else only by its kind (a string's text is
+    never echoed)."""
+    if value is None or type(value) is bool or (type(value) is str and value in vocabulary):
+        return repr(value)
+    if type(value) in (int, float):
+        return excerpt(repr(value), 30)
+    if type(value) is str:
+        return f"a string of {len(value)} characters"
+    return f"a value of type {excerpt(type(value).__name__, 30)}"
 
 
 class AnswerError(Exception):

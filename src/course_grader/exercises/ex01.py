@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..context import AnswerError, GradeContext, TestVerdict
+from ..context import AnswerError, GradeContext, TestVerdict, excerpt
 from ..harness.common import upstream_gradient
 from ..harness.ex01 import ALLOWED, FUNCTION
 from ..protocol import encode_tensor
@@ -45,7 +45,10 @@ def hidden_cases() -> list[tuple[str, torch.Tensor, bool]]:
     cases = []
     for dtype in DTYPES:
         name = str(dtype).replace("torch.", "")
-        t = lambda values: torch.tensor(values, dtype=dtype)  # noqa: E731
+
+        def t(values, dtype=dtype):
+            return torch.tensor(values, dtype=dtype)
+
         cases += [
             (f"{name} zero vector, gradients", t([0.0, 0.0, 0.0]), True),
             (f"{name} -0.0 entries", t([-0.0, 0.0, -0.0]), False),
@@ -78,7 +81,7 @@ def _case_problems(cases, results: list) -> list[str]:
             problems.append(f"{label}: no result")
             continue
         if r.get("error"):
-            problems.append(f"{label}: {r['error']}")
+            problems.append(f"{label}: {excerpt(r['error'])}")
             continue
         want, want_grad = reference(x, grad)
         why = difference(want, decoded(r.get("out")))
@@ -86,7 +89,10 @@ def _case_problems(cases, results: list) -> list[str]:
             problems.append(f"{label}: output {why}")
         elif grad:
             got = decoded(r["grad"]) if r.get("grad") is not None else None
-            why = difference(want_grad, got) if want_grad is not None else (None if got is None else "unexpected gradient")
+            if want_grad is not None:
+                why = difference(want_grad, got)
+            else:
+                why = None if got is None else "unexpected gradient"
             if why:
                 problems.append(f"{label}: gradient {why}")
     return problems
@@ -111,7 +117,8 @@ def grade(ctx: GradeContext) -> list[TestVerdict]:
                "cases": [{"label": label, "x": encode_tensor(x), "grad": grad} for label, x, grad in public + hidden]}
     reply = ctx.measure("run", payload)
     if reply.get("load_error"):
-        return [TestVerdict(i, False, f"your function could not be loaded: {reply['load_error']}") for i in ids]
+        why = excerpt(reply["load_error"])
+        return [TestVerdict(i, False, f"your function could not be loaded: {why}") for i in ids]
     capture = reply.get("capture") or {}
     counts, errors = capture.get("explain"), capture.get("fullgraph_errors")
     capture_problems = []
@@ -123,7 +130,8 @@ def grade(ctx: GradeContext) -> list[TestVerdict]:
     results = reply.get("results") or []
     return [
         TestVerdict("ex01-test-capture", not capture_problems,
-                    "\n".join(capture_problems) or "1 graph, 0 breaks, and fullgraph=True compiles (float32 and float64)"),
+                    "\n".join(capture_problems)
+                    or "1 graph, 0 breaks, and fullgraph=True compiles (float32 and float64)"),
         _verdict("ex01-test-values", _case_problems(public, results),
                  f"values, dtypes and gradients agree on {len(public)} public cases", "public cases"),
         _verdict("ex01-hidden-boundary", _case_problems(hidden, results),

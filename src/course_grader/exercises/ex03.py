@@ -10,7 +10,7 @@ under ``fail_on_recompile``; the frame count and the outcomes are judged here.
 
 from __future__ import annotations
 
-from ..context import AnswerError, GradeContext, TestVerdict
+from ..context import AnswerError, GradeContext, TestVerdict, excerpt
 from ..harness.ex03 import ALLOWED, WARM_UP
 
 HARNESS = "ex03"
@@ -29,9 +29,10 @@ def _prediction_verdict(ctx: GradeContext, test_id: str, cell: str, name: str, a
     if len(predicted) != len(actual):
         return TestVerdict(test_id, False, f"{what}: {len(actual)} calls, but {name} has {len(predicted)} predictions")
     wrong = [f"  call {i}: predicted {p}, CompileCounter counted {a}"
-             for i, (p, a) in enumerate(zip(predicted, actual), 1) if p != a]
+             for i, (p, a) in enumerate(zip(predicted, actual, strict=True), 1) if p != a]
     if wrong:
-        return TestVerdict(test_id, False, f"{what}: {len(wrong)} of {len(actual)} predictions differ:\n" + "\n".join(wrong))
+        return TestVerdict(test_id, False,
+                           f"{what}: {len(wrong)} of {len(actual)} predictions differ:\n" + "\n".join(wrong))
     return TestVerdict(test_id, True, f"your {len(actual)} predictions for {what} match CompileCounter")
 
 
@@ -43,9 +44,9 @@ def _warm_up_verdict(ctx: GradeContext) -> TestVerdict:
         return TestVerdict(test_id, False, str(exc))
     reply = ctx.measure("warm_up", {"source": source, "batch_sizes": list(BATCH_SIZES)})
     if reply.get("load_error"):
-        return TestVerdict(test_id, False, f"warm_up could not be loaded: {reply['load_error']}")
+        return TestVerdict(test_id, False, f"warm_up could not be loaded: {excerpt(reply['load_error'])}")
     if reply.get("error"):
-        return TestVerdict(test_id, False, f"warm_up raised {reply['error']}")
+        return TestVerdict(test_id, False, f"warm_up raised {excerpt(reply['error'])}")
     frames = reply.get("frames")
     if type(frames) is not int or frames < 1:
         return TestVerdict(test_id, False, "warm_up did not call compiled_h: nothing was compiled")

@@ -9,7 +9,7 @@ one. Which answer is right is decided here.
 
 from __future__ import annotations
 
-from ..context import AnswerError, GradeContext, TestVerdict
+from ..context import AnswerError, GradeContext, TestVerdict, excerpt, shown
 from ..harness.ex04 import ALLOWED, FIXTURE
 
 HARNESS = "ex04"
@@ -43,7 +43,8 @@ def grade(ctx: GradeContext) -> list[TestVerdict]:
     names = sorted({name for expected in TESTS.values() for name in expected})
     reply = ctx.measure("judge", {"source": source, "candidates": names})
     if reply.get("load_error"):
-        return [TestVerdict(t, False, f"your fixture could not be loaded: {reply['load_error']}") for t in TESTS]
+        why = excerpt(reply["load_error"])
+        return [TestVerdict(t, False, f"your fixture could not be loaded: {why}") for t in TESTS]
     results = reply.get("results") or {}
     verdicts = []
     for test_id, expected in TESTS.items():
@@ -51,9 +52,9 @@ def grade(ctx: GradeContext) -> list[TestVerdict]:
         for name, right in expected.items():
             got = results.get(name) or {}
             if got.get("error"):
-                wrong.append(f"  {name}: your fixture raised or misbehaved: {got['error']}")
+                wrong.append(f"  {name}: your fixture raised or misbehaved: {excerpt(got['error'])}")
             elif got.get("result") is not right:
-                wrong.append(f"  {name}: your fixture said {got.get('result')}, but the candidate is "
+                wrong.append(f"  {name}: your fixture said {shown(got.get('result'))}, but the candidate is "
                              f"{'faithful' if right else 'NOT equivalent'}")
         verdicts.append(TestVerdict(test_id, not wrong, PASSED[test_id] if not wrong else
                                     f"{len(wrong)} of {len(expected)} candidates judged wrongly:\n" + "\n".join(wrong)))

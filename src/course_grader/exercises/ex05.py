@@ -21,7 +21,7 @@ honest figure must fit in, it never moves one out.
 
 from __future__ import annotations
 
-from ..context import AnswerError, GradeContext, TestVerdict
+from ..context import AnswerError, GradeContext, TestVerdict, excerpt, shown
 from ..harness.ex05 import ALLOWED, FUNCTION, REPORT_KEYS, SHAPE
 
 HARNESS = "ex05"
@@ -31,6 +31,7 @@ EXPECTED_CACHE = {"cold": "cold", "warm": "warm", "eager": None}
 MIN_STEADY_CALLS = 5
 EPS_S = 5e-5          # clock rounding between time.perf_counter and other monotonic clocks
 RATIO_RTOL = 1e-6
+WORDS = ("cold", "warm", "inductor", "eager", "aot_eager")  # reported values feedback may repeat
 TESTS = ("ex05-test-timing", "ex05-test-cache-speedup", "ex05-test-boundary")
 
 
@@ -66,7 +67,7 @@ def _timing_problems(name: str, run: dict) -> list[str]:
             continue
         duration, widest, event = calls[0]
         if not _positive(first) or not duration - EPS_S <= first <= widest + EPS_S:
-            problems.append(f"{name}: {first_key} = {first!r} does not fit the grader's record of that first call "
+            problems.append(f"{name}: {first_key} = {shown(first)} does not fit the grader's record of that first call "
                             f"(it took {duration:.4f} s; nothing around it leaves room for more than {widest:.4f} s)")
         if kind == "compiled" and event.get("frames", 0) < 1:
             problems.append(f"{name}: the first compiled call compiled nothing: reset Dynamo before compiling, "
@@ -76,7 +77,7 @@ def _timing_problems(name: str, run: dict) -> list[str]:
         # min s_i, lies in [min d_i, min U_i]; load widens both ends together, never moves them apart.
         floor, ceiling = min(d for d, _, _ in steady), min(w for _, w, _ in steady)
         if not _positive(fastest) or not floor - EPS_S <= fastest <= ceiling + EPS_S:
-            problems.append(f"{name}: {fastest_key} = {fastest!r} does not fit the grader's records of the steady "
+            problems.append(f"{name}: {fastest_key} = {shown(fastest)} does not fit the grader's records of the steady "
                             f"calls (the fastest took {floor:.6f} s, and some steady call had no more than "
                             f"{ceiling:.6f} s around it)")
     return problems
@@ -97,17 +98,17 @@ def _cache_speedup_problems(name: str, run: dict) -> list[str]:
                         f"{seen or 'no FX graph cache use'} during your first compiled call")
     elif report.get("cache") != arranged:
         happened = "missed (cold)" if arranged == "cold" else "hit (warm)" if arranged else "was not used (None)"
-        problems.append(f"{name}: you reported cache {report.get('cache')!r}; during the first compiled call the FX "
-                        f"graph cache {happened}")
+        problems.append(f"{name}: you reported cache {shown(report.get('cache'), WORDS)}; during the first compiled call "
+                        f"the FX graph cache {happened}")
     speedup = report.get("speedup")
     if run["backend"] in CODEGEN_BACKENDS:
         e, c = report.get("eager_fastest_s"), report.get("compiled_fastest_s")
         if not (_positive(e) and _positive(c) and _positive(speedup)) or abs(speedup - e / c) > RATIO_RTOL * (e / c):
-            problems.append(f"{name}: speedup {speedup!r} should be eager_fastest_s / compiled_fastest_s "
+            problems.append(f"{name}: speedup {shown(speedup)} should be eager_fastest_s / compiled_fastest_s "
                             "(fastest steady calls; first calls excluded)")
     elif speedup is not None:
         problems.append(f"{name}: backend {run['backend']!r} generates no code, "
-                        f"so speedup must be None, not {speedup!r}")
+                        f"so speedup must be None, not {shown(speedup)}")
     return problems
 
 
@@ -119,12 +120,13 @@ def _boundary_problems(name: str, run: dict) -> list[str]:
     for key, default in (("backend", "inductor"), ("fullgraph", False), ("dynamic", None)):
         actual = used.get(key, default)
         if b.get(key) != actual:
-            problems.append(f"{name}: boundary[{key!r}] is {b.get(key)!r}, but torch.compile received {actual!r}")
+            problems.append(f"{name}: boundary[{key!r}] is {shown(b.get(key), WORDS)}, "
+                            f"but torch.compile received {shown(actual)}")
     if type(b.get("fullgraph")) is not bool or type(b.get("dynamic")) is not bool:
         problems.append(f"{name}: state fullgraph and dynamic explicitly (True or False) in the boundary")
     inputs = b.get("inputs")
     if not isinstance(inputs, str) or not all(s in inputs for s in ("float32", *map(str, SHAPE))):
-        problems.append(f"{name}: boundary['inputs'] = {inputs!r} should name x's dtype and shape")
+        problems.append(f"{name}: boundary['inputs'] ({shown(inputs)}) should name x's dtype and shape")
     diagnostics = b.get("diagnostics")
     if not isinstance(diagnostics, list) or not diagnostics or not all(isinstance(d, str) and d for d in diagnostics):
         problems.append(f"{name}: boundary['diagnostics'] should list the tools your numbers come from")
@@ -142,18 +144,20 @@ def grade(ctx: GradeContext) -> list[TestVerdict]:
         return [TestVerdict(t, False, str(exc)) for t in TESTS]
     reply = ctx.measure("run", {"source": source})
     if reply.get("load_error"):
-        return [TestVerdict(t, False, f"your function could not be loaded: {reply['load_error']}") for t in TESTS]
+        why = excerpt(reply["load_error"])
+        return [TestVerdict(t, False, f"your function could not be loaded: {why}") for t in TESTS]
     broken = []
     for name, run in reply["runs"].items():
         report = run.get("report")
         if run.get("error"):
-            broken.append(f"{name} ({run['backend']}): time_and_record raised {run['error']}")
+            broken.append(f"{name} ({run['backend']}): time_and_record raised {excerpt(run['error'])}")
         elif not isinstance(report, dict) or not REPORT_KEYS <= set(report):
-            keys = sorted(report) if isinstance(report, dict) else type(report).__name__
+            got = (f"it lacks {sorted(REPORT_KEYS - set(report))}" if isinstance(report, dict)
+                   else f"got {shown(report)}")
             broken.append(f"{name} ({run['backend']}): the report should be a dict with {sorted(REPORT_KEYS)}; "
-                          f"got {keys}")
+                          f"{got}")
         elif report.get("backend") != run["backend"]:
-            broken.append(f"{name}: report['backend'] is {report.get('backend')!r}, "
+            broken.append(f"{name}: report['backend'] is {shown(report.get('backend'), WORDS)}, "
                           f"but it was called with {run['backend']!r}")
     if broken:
         return [TestVerdict(t, False, "\n".join(broken)) for t in TESTS]

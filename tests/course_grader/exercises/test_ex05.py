@@ -141,3 +141,37 @@ def test_honest_figures_pass_under_load_where_every_call_is_slow():
     # The same records reject a fastest above the narrowest steady window, and a first call outside its own.
     assert ex05._timing_problems("cold", r | {"report": r["report"] | {"eager_fastest_s": 0.33}})
     assert ex05._timing_problems("cold", r | {"report": r["report"] | {"compiled_first_s": 8.9}})
+
+
+# ------------------------------------------------ no student text in feedback
+
+SECRET = "SECRET-MARKER-7f3a"
+
+
+def test_student_strings_never_appear_in_verdict_messages():
+    r = run(cache=SECRET, speedup=SECRET, eager_first_s=SECRET,
+            boundary={"backend": SECRET, "fullgraph": SECRET, "dynamic": False, "inputs": SECRET * 3,
+                      "diagnostics": [SECRET]})
+    messages = (ex05._timing_problems("cold", r) + ex05._cache_speedup_problems("cold", r)
+                + ex05._boundary_problems("cold", r))
+    assert any("boundary['inputs']" in m for m in messages)
+    assert not any(SECRET in m for m in messages)
+
+
+def test_errors_and_odd_reports_are_shown_only_as_short_printable_excerpts():
+    class Ctx:
+        def function_source(self, *a):
+            return "def time_and_record(fn, x, backend):\n    return 1\n"
+
+        def measure(self, method, payload):
+            return self.reply
+
+    ctx = Ctx()
+    ctx.reply = {"load_error": None, "runs": {
+        "cold": {"backend": "inductor", "error": "ValueError: " + "x" * 50 + SECRET + "\x1b[31m", "report": None},
+        "warm": {"backend": "inductor", "error": None, "report": {SECRET: 1}},
+        "eager": {"backend": "eager", "error": None, "report": run(backend=SECRET)["report"]},
+    }}
+    for verdict in ex05.grade(ctx):
+        assert SECRET not in verdict.message and "\x1b" not in verdict.message
+        assert "ValueError" in verdict.message and "lacks" in verdict.message
