@@ -72,7 +72,8 @@ HONEST = [
     "def f(x):\n    F = torch.nn.functional\n    return F.relu(x) * torch.pi\n",
     "def f(x):\n    torch._dynamo.reset()\n    return torch._dynamo.utils.counters['stats']\n",
     "def f(x):\n    with torch.no_grad():\n        return isinstance(x, torch.Tensor) and torch.allclose(x, x)\n",
-    "def f(x):\n    import time\n    t0 = time.perf_counter()\n    return torch.compile(torch.sin, backend='eager')(x), time.perf_counter() - t0\n",
+    "def f(x):\n    import time\n    t0 = time.perf_counter()\n"
+    "    return torch.compile(torch.sin, backend='eager')(x), time.perf_counter() - t0\n",
     "def f(x):\n    return torch.Tensor.add(x, 1), torch.float64.is_floating_point, torch.testing.assert_close\n",
 ]
 

@@ -98,8 +98,8 @@ def _cache_speedup_problems(name: str, run: dict) -> list[str]:
                         f"{seen or 'no FX graph cache use'} during your first compiled call")
     elif report.get("cache") != arranged:
         happened = "missed (cold)" if arranged == "cold" else "hit (warm)" if arranged else "was not used (None)"
-        problems.append(f"{name}: you reported cache {shown(report.get('cache'), WORDS)}; during the first compiled call "
-                        f"the FX graph cache {happened}")
+        problems.append(f"{name}: you reported cache {shown(report.get('cache'), WORDS)}; during the first "
+                        f"compiled call the FX graph cache {happened}")
     speedup = report.get("speedup")
     if run["backend"] in CODEGEN_BACKENDS:
         e, c = report.get("eager_fastest_s"), report.get("compiled_fastest_s")
