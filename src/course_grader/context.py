@@ -108,9 +108,7 @@ class GradeContext:
         if not found:
             raise AnswerError(f"{cell_id}: no `{name} = ...` assignment at the top level of the cell "
                               "(replace the `raise NotImplementedError(...)` line with it)")
-        if len(found) > 1:
-            raise AnswerError(f"{cell_id}: `{name}` is assigned {len(found)} times; keep one assignment")
-        value = found[0].value
+        value = found[-1].value  # as in Python, the last assignment is the value
         _check_literal_size(value, cell_id, name)
         try:
             return ast.literal_eval(value)

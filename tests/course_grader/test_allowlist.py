@@ -44,7 +44,9 @@ REJECTED = [
     (body("return '{0._base}'.format_map({})"), "`.format_map(...)` is not allowed"),
     (body("import os"), "`import os` is not allowed"),
     (body("import time as t, subprocess"), "`import subprocess` is not allowed"),
-    (body("from time import perf_counter"), "`from ... import`"),
+    (body("from os import path"), "`from os import` is not allowed"),
+    (body("from time import *"), "import names one by one"),
+    (body("from . import x"), "`from . import` is not allowed"),
     (body("global y", "y = 1"), "`global`"),
     (body("def g():", "    nonlocal x", "return x"), "`nonlocal`"),
     (body("class Fake:", "    pass"), "a class definition"),
@@ -130,9 +132,35 @@ def test_a_helper_is_checked_like_the_function():
         extract_function("def helper(x):\n    return getattr(x, 'a')\n" + body("return helper(x)"), "f", ALLOWED)
 
 
-def test_a_computed_top_level_value_is_not_available():
-    with pytest.raises(AllowListError, match="`CASES` is not available"):
+def test_a_computed_top_level_value_is_checked_like_measured_code():
+    with pytest.raises(AllowListError, match="`make_cases` is not available"):
         extract_function("CASES = make_cases()\n" + body("return CASES"), "f", ALLOWED)
+    with pytest.raises(AllowListError, match="torch.os"):
+        extract_function("SHELL = torch.os.system\n" + body("return SHELL"), "f", ALLOWED)
+    with pytest.raises(AllowListError, match="`open` is not allowed"):
+        extract_function("FILE = open('/etc/passwd')\n" + body("return FILE"), "f", ALLOWED)
+
+
+def test_cell_level_constants_helpers_and_aliases_as_in_python():
+    import torch
+    cell = ("DTYPES = (torch.float32, torch.float64)\nSIZES = [n * 2 for n in range(3)]\nSCALE = 1.0\n"
+            "def _impl(x):\n    return [x.to(d) * SCALE for d in DTYPES], SIZES\n"
+            "SCALE = 2.0\n"            # the last assignment counts, as in Python
+            "f = _impl\n")
+    fn = load_checked(extract_function(cell, "f", ALLOWED), "f", ALLOWED, {"torch": torch})
+    outs, sizes = fn(torch.ones(1))
+    assert [o.dtype for o in outs] == [torch.float32, torch.float64] and outs[0].item() == 2.0
+    assert sizes == [0, 2, 4]
+    with pytest.raises(AllowListError, match="no `def f"):
+        extract_function("f = 3\n", "f", ALLOWED)
+    with pytest.raises(AllowListError, match="no `def f"):
+        extract_function("def f(x):\n    return x\nf = None\n", "f", ALLOWED)
+
+
+def test_from_import_of_an_allowed_module_is_like_import():
+    import torch
+    source = body("from time import perf_counter as clock", "t0 = clock()", "return clock() - t0 >= 0")
+    assert load_checked(extract_function(source, "f", ALLOWED), "f", ALLOWED, {"torch": torch})(None) is True
 
 
 def test_load_checked_runs_with_limited_builtins():

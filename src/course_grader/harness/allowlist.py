@@ -61,7 +61,7 @@ ALLOWED_NODES = (
     ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Lambda, ast.Return, ast.Pass, ast.Expr,
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.While, ast.If, ast.Break,
     ast.Continue, ast.With, ast.withitem, ast.Try, ast.ExceptHandler, ast.Raise, ast.Assert,
-    ast.Import, ast.alias,
+    ast.Import, ast.ImportFrom, ast.alias,
     ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
     ast.Attribute, ast.Subscript, ast.Slice, ast.Name, ast.Constant, ast.Starred,
     ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr, ast.FormattedValue,
@@ -72,7 +72,7 @@ ALLOWED_NODES = (
     ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn,
 )
 _NODE_NAMES = {
-    ast.Global: "`global`", ast.Nonlocal: "`nonlocal`", ast.ImportFrom: "`from ... import`",
+    ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
     ast.ClassDef: "a class definition", ast.AsyncFunctionDef: "`async def`", ast.Await: "`await`",
     ast.Yield: "`yield`", ast.YieldFrom: "`yield from`", ast.Delete: "`del`", ast.Match: "`match`",
     ast.AsyncFor: "`async for`", ast.AsyncWith: "`async with`",
@@ -207,6 +207,15 @@ def check_function(fn: ast.FunctionDef, allowed: AllowList, extra_names: frozens
                     names = ", ".join(sorted(allowed.imports)) or "none"
                     raise AllowListError(f"{label} {_line(node)}: `import {alias.name}` is not allowed "
                                          f"(modules you may import here: {names})")
+        elif isinstance(node, ast.ImportFrom):
+            names = ", ".join(sorted(allowed.imports)) or "none"
+            if node.level or node.module not in allowed.imports:
+                raise AllowListError(f"{label} {_line(node)}: `from {'.' * node.level}{node.module or ''} import` "
+                                     f"is not allowed (modules you may import from here: {names})")
+            for alias in node.names:
+                if alias.name == "*" or alias.name.startswith("_"):
+                    raise AllowListError(f"{label} {_line(node)}: `from {node.module} import {alias.name}` is "
+                                         "not allowed: import names one by one, none starting with `_`")
         elif isinstance(node, ast.Name):
             _check_name(node, known, label)
         elif isinstance(node, ast.arg) and node.arg.startswith("__"):
@@ -335,6 +344,15 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) ->
             for alias in node.names:
                 if alias.name in MODULE_PATHS:
                     roots[(alias.asname or alias.name).split(".")[0]] = MODULE_PATHS[alias.name.split(".")[0]]
+        elif isinstance(node, ast.ImportFrom) and node.module in MODULE_PATHS:
+            for alias in node.names:  # `from time import perf_counter` is `time.perf_counter`, checked alike
+                try:
+                    obj = _resolve_chain(MODULE_PATHS[node.module], [alias.name], allowed, dotted)
+                except LookupError as exc:
+                    raise AllowListError(f"{label} {_line(node)}: `from {node.module} import {alias.name}` "
+                                         f"{exc.args[1]}") from None
+                if _is_module(obj):
+                    roots[alias.asname or alias.name] = f"{MODULE_PATHS[node.module]}.{alias.name}"
     # Aliases: every store of the name is `name = <chain that resolves to a module>`.
     stores: dict[str, list[ast.AST]] = {}
     for node in ast.walk(fn):
@@ -359,7 +377,7 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) ->
     for name, nodes in stores.items():
         values = [parents.get(id(n)) for n in nodes]
         if all(isinstance(v, ast.Assign) and len(v.targets) == 1 and v.targets[0] is n
-               for v, n in zip(values, nodes)):
+               for v, n in zip(values, nodes, strict=True)):
             found = [resolve(v.value) for v in values]
             paths = {f[0] for f in found if f is not None and _is_module(f[1])}
             if len(paths) == 1 and all(f is not None and _is_module(f[1]) for f in found):
@@ -392,45 +410,66 @@ def _is_literal(node: ast.AST) -> bool:
     return True
 
 
+def _constant_check(node: ast.Assign) -> ast.FunctionDef:
+    """A top-level ``NAME = expr`` as the function ``def NAME(): return expr``, for the allow-list."""
+    fn = ast.FunctionDef(name=node.targets[0].id, args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                         kw_defaults=[], defaults=[]), body=[ast.Return(value=node.value)], decorator_list=[],
+                         returns=None, type_params=[])
+    return ast.copy_location(fn, node)
+
+
 def extract_function(source: str, name: str, allowed: AllowList, where: str = "your cell") -> str:
     """The allow-listed source of ``def name`` and the cell's top-level helpers and constants it uses.
 
-    The result is re-generated with ``ast.unparse`` (comments dropped), constants first.
-    A name used by the function that is defined at the top of the cell by anything
-    other than a ``def`` or a literal assignment is not available.
+    The result is re-generated with ``ast.unparse`` (comments dropped), in the cell's
+    order. Helpers are top-level ``def``s; constants are top-level ``NAME = expr``
+    assignments whose expression passes the same allow-list as measured code
+    (``DTYPES = (torch.float32, torch.float64)``); ``name = helper`` makes ``name`` an
+    alias of a helper. As in Python, the last top-level binding of a name is the one used.
     """
     tree = parse_source(source, where)
     _depth_and_size(tree, where)
-    defs: dict[str, ast.FunctionDef] = {}
-    constants: dict[str, ast.Assign] = {}
+    bound: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            defs[node.name] = node
-            constants.pop(node.name, None)
-        elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-              and _is_literal(node.value)):
-            constants[node.targets[0].id] = node
-            defs.pop(node.targets[0].id, None)
+            bound[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound[node.targets[0].id] = node
         elif isinstance(node, ast.AsyncFunctionDef) and node.name == name:
             raise AllowListError(f"{where}: `{name}` must be a plain `def`, not `async def`")
-    if name not in defs:
+        elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.pop(node.name, None)
+        else:  # anything else that binds a top-level name makes it unavailable
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    bound.pop(sub.id, None)
+                elif isinstance(sub, ast.alias):
+                    bound.pop((sub.asname or sub.name).split(".")[0], None)
+    target = bound.get(name)
+    while isinstance(target, ast.Assign) and isinstance(target.value, ast.Name) and target.value.id != name:
+        target = bound.get(target.value.id)  # `name = _impl`: an alias of a helper
+    if not isinstance(target, ast.FunctionDef):
         raise AllowListError(f"{where}: no `def {name}(...)` at the top level of the cell "
                              "(replace the `raise NotImplementedError(...)` line with your code)")
     needed, queue = [name], [name]
     while queue:
-        current = defs[queue.pop()]
+        current = bound[queue.pop()]
+        scope = _bound_names(current) if isinstance(current, ast.FunctionDef) else set()
         for node in ast.walk(current):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in needed \
-                    and node.id not in _bound_names(current) and (node.id in defs or node.id in constants):
+                    and node.id not in scope and node.id in bound:
                 needed.append(node.id)
-                if node.id in defs:
-                    queue.append(node.id)
+                queue.append(node.id)
     helpers = frozenset(needed)
-    parts = [ast.unparse(constants[n]) for n in needed if n in constants]
-    for n in needed:
-        if n in defs:
-            check_function(defs[n], allowed, helpers, where)
-            parts.append(ast.unparse(defs[n]))
+    parts = []
+    for node in tree.body:
+        if not any(bound.get(n) is node for n in needed):
+            continue
+        if isinstance(node, ast.FunctionDef):
+            check_function(node, allowed, helpers, where)
+        elif not _is_literal(node.value):
+            check_function(_constant_check(node), allowed, helpers, where)
+        parts.append(ast.unparse(node))
     return "\n\n".join(parts) + "\n"
 
 

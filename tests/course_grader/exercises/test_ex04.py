@@ -26,7 +26,8 @@ def test_candidates_look_alike_from_outside():
 
 def test_constant_fixtures_earn_nothing(grade_with):
     for answer in ("True", "False"):
-        verdicts = grade_with("ex04", {"ex04-fixture": f"def check_equivalent(reference, candidate):\n    return {answer}\n"})
+        fixture = f"def check_equivalent(reference, candidate):\n    return {answer}\n"
+        verdicts = grade_with("ex04", {"ex04-fixture": fixture})
         assert not any(v.passed for v in verdicts.values())
 
 
@@ -46,3 +47,21 @@ def test_a_non_bool_answer_is_not_an_answer(grade_with):
     verdicts = grade_with("ex04", {"ex04-fixture": "def check_equivalent(reference, candidate):\n    return 1\n"})
     assert not any(v.passed for v in verdicts.values())
     assert "not a bool" in verdicts["ex04-test-faithful"].message
+
+
+def test_fixture_may_use_hasattr_and_cell_constants_but_not_getattr():
+    import pytest
+
+    from course_grader.allowlist import AllowListError, extract_function, load_checked
+    cell = ("DTYPES = (torch.float32, torch.float64)\n"
+            "def check_equivalent(reference, candidate):\n"
+            "    probe = hasattr(candidate, '__dict__'), hasattr(candidate, '_orig_mod')\n"
+            "    return probe, [d for d in DTYPES]\n")
+    fn = load_checked(extract_function(cell, "check_equivalent", harness.ALLOWED), "check_equivalent",
+                      harness.ALLOWED, {"torch": harness.torch})
+    probe, dtypes = fn(harness.torch.nn.Linear(1, 1), harness.torch.nn.Linear(1, 1))
+    assert all(type(p) is bool for p in probe)   # hasattr answers yes/no, never a value
+    assert dtypes == [harness.torch.float32, harness.torch.float64]
+    with pytest.raises(AllowListError, match="getattr"):
+        extract_function(cell.replace("hasattr(candidate, '__dict__')", "getattr(candidate, '__dict__')"),
+                         "check_equivalent", harness.ALLOWED)
