@@ -64,12 +64,11 @@ PROFILE = CourseProfile(
                             "setattr", "delattr"}),
     banned_attrs=frozenset({"__builtins__", "__globals__", "__code__", "__closure__", "__subclasses__", "__dict__",
                             "__bases__", "__mro__", "__traceback__", "__loader__", "__spec__", "__self__", "__func__",
-                            "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
-                            "cr_frame", "ag_frame", "co_code", "co_consts", "__class__", "__reduce__", "__reduce_ex__",
-                            "__setattr__", "__delattr__", "__getattribute__"}),
+                            "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "tb_next",
+                            "gi_frame", "cr_frame", "ag_frame", "co_code", "co_consts", "__class__", "__reduce__",
+                            "__reduce_ex__", "__setattr__", "__delattr__", "__getattribute__"}),
     banned_dotted=("sys.modules", "sys.settrace", "sys.setprofile", "sys._getframe", "sys.excepthook",
-                   "sys.displayhook", "sys.meta_path", "sys.path_hooks", "sys.monitoring", "sys.__stdout__",
-                   "sys.__stderr__", "sys.stdout", "sys.stderr", "os.system", "os.popen", "os.exec", "os.spawn",
+                   "sys.displayhook", "sys.meta_path", "sys.path_hooks", "sys.monitoring", "os.system", "os.popen", "os.exec", "os.spawn",
                    "os.posix_spawn", "os.fork", "os.kill", "os.killpg", "os.dup", "os.setuid", "os.setgid",
                    "inspect.currentframe", "inspect.stack", "inspect.getouterframes", "inspect.trace",
                    "inspect.getsource", "torch._C._set", "unittest.mock", "importlib.import_module",
@@ -153,7 +152,8 @@ def _sub_cells(ex: Exercise, nb: dict) -> tuple[list[_SubCell], list[Finding]]:
         claimed = meta.get("kind") if isinstance(meta.get("kind"), str) else None
         if cid is not None and cid not in known and claimed in (CellKind.TEST, CellKind.HIDDEN_TEST):
             findings.append(Finding("flag", f"#{position + 1}", "a cell the student added claims to be a graded test"))
-        cells.append(_SubCell(position, cid if cid in known else None, cell.get("cell_type", ""), cell.get("source", "")))
+        cells.append(_SubCell(position, cid if cid in known else None, cell.get("cell_type", ""),
+                              cell.get("source", "")))
     return cells, findings
 
 
@@ -186,8 +186,8 @@ def check(ex: Exercise, nb: dict) -> Checked:
             if n > 1:
                 add(Finding(sev, cid, f"{what} duplicated {n} times (the instructor's copy is used once)"))
             if any(c.cell_type != src.cell_type for c in mine):
-                add(Finding(sev, cid, f"{what} changed from {src.cell_type} to "
-                                      f"{', '.join(sorted({c.cell_type for c in mine if c.cell_type != src.cell_type}))} (restored)"))
+                new_types = sorted({c.cell_type for c in mine if c.cell_type != src.cell_type})
+                add(Finding(sev, cid, f"{what} changed from {src.cell_type} to {', '.join(new_types)} (restored)"))
             if any(normalized(c.source) != normalized(src.source) for c in mine):
                 add(Finding(sev, cid, f"{what} edited (the instructor's version is used instead)"))
         elif src.kind is CellKind.SOLUTION:
@@ -344,8 +344,13 @@ class _Scanner(ast.NodeVisitor):
         return getattr(self, "_holder_names", set())
 
     def visit_Assign(self, node):
+        # `out = sys.stdout`: `out` now names a library object, so `out.write = ...` patches it.
+        value = _dotted(node.value)
+        library = value is not None and self._is_library(value.split(".")[0])
         for t in node.targets:
             self._store(t, node, "assigns to")
+            if isinstance(t, ast.Name) and library:
+                self.aliases[t.id] = self._resolve(value)
             if isinstance(t, ast.Name) and isinstance(node.value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
                 inner = [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)]
                 if any(self._is_library(n) for n in inner):

@@ -13,7 +13,8 @@ from course_grader.release import answered_notebook
 def _with_cell(ex, code: str, after_kind="solution"):
     nb = answered_notebook(ex)
     last = max(i for i, c in enumerate(nb.cells) if c.metadata.get("course", {}).get("kind") == after_kind)
-    nb.cells.insert(last + 1, {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None})
+    nb.cells.insert(last + 1, {"cell_type": "code", "metadata": {}, "source": code, "outputs": [],
+                               "execution_count": None})
     return nb
 
 
@@ -38,6 +39,8 @@ def test_the_model_answers_of_every_exercise_raise_no_flag(exercises):
     "def f():\n    global len\n    len = 4",
     "!pip list\n%timeit 1 + 1",
     "print('✓ all tests passed')",
+    "import sys\nsys.stdout.write('one line\\n')\nsys.stderr.flush()",
+    "import sys\nout = sys.stdout\nout.write('x')",
 ])
 def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
     assert _flags(exercise, code) == []
@@ -56,6 +59,9 @@ def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
     ("x = ().__class__.__mro__", "__class__"),
     ("exec('1')", "calls exec()"),
     ("from course_grader import model", "course_grader"),
+    ("import sys\nsys.stdout = None", "assigns to sys.stdout"),
+    ("import sys\nsys.stdout.write = print", "assigns to sys.stdout.write"),
+    ("import sys\nout = sys.stdout\nout.write = print", "assigns to sys.stdout.write"),
 ])
 def test_changing_shared_objects_or_reaching_for_the_interpreter_is_flagged(exercise, code, what):
     flags = _flags(exercise, code)
