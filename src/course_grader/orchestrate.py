@@ -35,15 +35,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
 
-from . import GRADER_VERSION
+from . import grader_key
 from .discover import Candidate, choose, discover
 from .export import export_grades, export_review
 from .feedback import render_all
@@ -205,7 +206,8 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
                     student_cpu += float(result.cpu_s or 0.0)
                 records.append(CellRecord(cell.label, status, _cap(result.output), _cap(result.error)))
                 if status is CellStatus.ERROR and cell.role in ("solution", "student") and len(notes) < MAX_NOTES:
-                    first = (result.error or "an error").strip().splitlines()[0][:300] if (result.error or "").strip() else "an error"
+                    error = (result.error or "").strip()
+                    first = error.splitlines()[0][:300] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")
                 elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
                     what = "used up its CPU time" if status is CellStatus.TIMEOUT else "ended the kernel"
@@ -306,7 +308,8 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
         return attempt, None, False
     attempt.flags = [f.line() for f in checked.flags]
     attempt.notices += [f.line() for f in checked.notices]
-    attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""), c.rubric, c.points)
+    attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""),
+                                  c.rubric, c.points)
                        for c in ex.answers]
     if retried:
         # the second run of a submission is alone: nothing else runs, not even its own feedback kernel
@@ -340,10 +343,11 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
     return attempt, Timing(cand.rel, attempt.seconds, student_cpu, verdict_s), False
 
 
-def _rejected(cand: Candidate, loaded: Loaded, ex: Exercise | None, exercises: dict[str, Exercise], reason: str) -> Attempt:
+def _rejected(cand: Candidate, loaded: Loaded, ex: Exercise | None, exercises: dict[str, Exercise],
+              reason: str) -> Attempt:
     exercise = cand.exercise or ""
     key = attempt_key(cand.student, exercise or cand.rel, loaded.sha256 or f"unread:{reason}",
-                      ex.sha256 if ex else "", GRADER_VERSION)
+                      ex.sha256 if ex else "", grader_key())
     return Attempt(key, cand.student, exercise or cand.rel, ex.name if ex else "", ex.title if ex else "", cand.rel,
                    loaded.sha256, ex.sha256 if ex else "", AttemptStatus.REJECTED, reason,
                    auto_possible=ex.auto_points if ex else 0.0, manual_possible=ex.manual_points if ex else 0.0,
@@ -443,13 +447,13 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 else:
                     reason = cand.reason or "the file name names no exercise"
                 attempt = _rejected(cand, ld, ex, exercises, reason)
-                if book.record(attempt, GRADER_VERSION):
+                if book.record(attempt, grader_key()):
                     report.graded.append(attempt)
                 else:
                     report.skipped += 1
                 book.set_current(attempt.student, attempt.exercise, attempt.key, ignored)
                 continue
-            key = attempt_key(cand.student, ex.id, ld.sha256, ex.sha256, GRADER_VERSION)
+            key = attempt_key(cand.student, ex.id, ld.sha256, ex.sha256, grader_key())
             if book.has(key):
                 report.skipped += 1
                 book.set_current(cand.student, ex.id, key, ignored)
@@ -527,7 +531,7 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
         if attempt.status is AttemptStatus.FAULT:
             report.faults.append(f"{job.cand.rel}: {attempt.reason}")
         else:
-            if book.record(attempt, GRADER_VERSION):
+            if book.record(attempt, grader_key()):
                 report.graded.append(attempt)
             book.set_current(attempt.student, attempt.exercise, attempt.key, job.ignored)
             if timing:
@@ -619,5 +623,6 @@ def grade_samples(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solu
     wrong = {p.split(":")[0] for p in problems if not p.startswith("grader fault")}
     where = out_dir.resolve().relative_to(ROOT) if out_dir.resolve().is_relative_to(ROOT) else out_dir
     line = (f"sample submissions graded: {len(expected)} ({len(report.graded)} new, {report.skipped} unchanged), "
-            f"{len(expected) - len(wrong)} as expected{'' if not problems else f', {len(problems)} PROBLEMS'}   -> {where}/")
+            f"{len(expected) - len(wrong)} as expected{'' if not problems else f', {len(problems)} PROBLEMS'}"
+            f"   -> {where}/")
     return line, not problems
