@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 from .gradebook import Gradebook
+from .private import FILE_MODE, private_dir
 from .status import AttemptStatus
 
 GRADE_COLUMNS = ["student", "exercise", "status", "auto_score", "auto_possible", "manual_score", "manual_possible",
@@ -40,9 +42,12 @@ def unneutralise(text: str) -> str:
 
 
 def _write_csv(path: Path, columns: list[str], rows) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():
+        private_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    if tmp.exists() or tmp.is_symlink():
+        tmp.unlink()
+    with open(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE), "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(columns)
         for row in rows:
@@ -93,8 +98,8 @@ def import_review(book: Gradebook, path: Path) -> tuple[int, list[str]]:
                 problems.append(f"{where}: no graded attempt for {row['student']} / {row['exercise']}")
                 continue
             if row.get("attempt") and not attempt["key"].startswith(row["attempt"]):
-                problems.append(f"{where}: {row['student']} resubmitted {row['exercise']} since this sheet was exported; "
-                                "review the new answer")
+                problems.append(f"{where}: {row['student']} resubmitted {row['exercise']} "
+                                "since this sheet was exported; review the new answer")
                 continue
             text = row["score"].strip()
             try:
@@ -102,7 +107,8 @@ def import_review(book: Gradebook, path: Path) -> tuple[int, list[str]]:
             except ValueError:
                 problems.append(f"{where}: score {text!r} is not a number")
                 continue
-            possible = next((a["points_possible"] for a in book.answers(attempt["key"]) if a["cell_id"] == row["cell_id"]), None)
+            possible = next((a["points_possible"] for a in book.answers(attempt["key"])
+                             if a["cell_id"] == row["cell_id"]), None)
             if possible is None:
                 problems.append(f"{where}: {row['exercise']} has no answer cell {row['cell_id']!r}")
                 continue
@@ -110,7 +116,8 @@ def import_review(book: Gradebook, path: Path) -> tuple[int, list[str]]:
                 problems.append(f"{where}: score {score:g} is outside 0..{possible:g}")
                 continue
             if attempt["status"] in (AttemptStatus.FLAGGED, AttemptStatus.REJECTED) and score:
-                problems.append(f"{where}: the attempt is {attempt['status']} and scores 0; the score was recorded as 0")
+                problems.append(f"{where}: the attempt is {attempt['status']} and scores 0; "
+                                "the score was recorded as 0")
                 score = 0.0
             book.set_review(attempt["key"], row["cell_id"], score, row["comment"].strip())
             applied += 1

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .private import private_dir, private_file
 from .status import AttemptStatus, CellStatus, TestStatus
 
 SCHEMA = """
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS clearances (
 
 
 def attempt_key(student: str, exercise: str, submission_sha: str, source_sha: str, grader_version: str) -> str:
-    return hashlib.sha256("|".join([student, exercise, submission_sha, source_sha, grader_version]).encode()).hexdigest()
+    fields = [student, exercise, submission_sha, source_sha, grader_version]
+    return hashlib.sha256("|".join(fields).encode()).hexdigest()
 
 
 @dataclass
@@ -117,7 +119,9 @@ class Attempt:
 class Gradebook:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.parent.exists():
+            private_dir(self.path.parent)
+        private_file(self.path)  # 0600 before SQLite opens it; its -wal and -shm files take the same mode
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -192,7 +196,8 @@ class Gradebook:
         """Attempts whose key starts with ``prefix`` (hex only)."""
         if not prefix or any(ch not in "0123456789abcdef" for ch in prefix.lower()):
             return []
-        return self.db.execute("SELECT * FROM attempts WHERE key LIKE ? ORDER BY key", (prefix.lower() + "%",)).fetchall()
+        return self.db.execute("SELECT * FROM attempts WHERE key LIKE ? ORDER BY key",
+                               (prefix.lower() + "%",)).fetchall()
 
     def current(self, exercise: str | None = None, students: set[str] | None = None) -> list[sqlite3.Row]:
         """The attempt that counts for every (student, exercise), sorted; ``ignored`` is a JSON list."""
@@ -221,7 +226,8 @@ class Gradebook:
 
     # ------------------------------------------------------------ instructor actions
     def set_review(self, key: str, cell_id: str, score: float | None, comment: str) -> bool:
-        cur = self.db.execute("UPDATE answers SET score=?, comment=? WHERE key=? AND cell_id=?", (score, comment, key, cell_id))
+        cur = self.db.execute("UPDATE answers SET score=?, comment=? WHERE key=? AND cell_id=?",
+                              (score, comment, key, cell_id))
         return cur.rowcount == 1
 
     def clear_flag(self, prefix: str, reason: str) -> sqlite3.Row:
@@ -256,7 +262,8 @@ class Gradebook:
         """Every row except timings, sorted: two gradebooks with equal snapshots hold the same grades."""
         return {
             "attempts": sorted(tuple(r) for r in self.db.execute(
-                "SELECT key, student, exercise, exercise_name, title, path, submission_sha, source_sha, grader_version, "
+                "SELECT key, student, exercise, exercise_name, title, path, submission_sha, source_sha, "
+                "grader_version, "
                 "status, reason, auto_score, auto_possible, manual_possible, flags, notices, notes FROM attempts")),
             "tests": sorted(tuple(r) for r in self.db.execute(
                 "SELECT key, test_id, hidden, points, earned, status, message FROM tests")),

@@ -52,6 +52,7 @@ from .gradebook import AnswerItem, Attempt, CellRecord, Gradebook, TestResult, a
 from .integrity import Checked, check
 from .load import MAX_FILE_BYTES, Loaded, read_submission
 from .model import Exercise, ExerciseFormatError, load_exercises
+from .private import private_dir, seal_tree
 from .release import answered_notebook
 from .status import AttemptStatus, CellStatus, FaultKind, TestStatus
 
@@ -420,7 +421,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     subs = Path(submissions_dir)
     out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
     gradebook = Path(gradebook) if gradebook else out_dir / "gradebook.sqlite"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(out_dir)  # 0700: no kernel uid of this or another run can enter it
     try:
         exercises = load_exercises(solutions)
     except (OSError, ExerciseFormatError) as exc:
@@ -481,6 +482,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         export_review(book, out_dir / "review.csv", exercise, students)
         if report.unattributed:
             (out_dir / "unattributed.txt").write_text("\n".join(report.unattributed) + "\n", encoding="utf-8")
+        seal_tree(out_dir)
     report.total_s = time.perf_counter() - t0
     return report
 

@@ -15,14 +15,16 @@ output folder, so nothing is written elsewhere whatever a file was called.
 from __future__ import annotations
 
 import json
+import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from ..discover import STUDENT_ID
 from ..gradebook import Gradebook
+from ..private import FILE_MODE, private_dir
 
 TEMPLATES = Path(__file__).resolve().parent
 PAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
@@ -38,7 +40,7 @@ def _env() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["num"] = lambda x: f"{x:g}"
     env.filters["clip"] = lambda s: s if len(s) <= MAX_SHOWN_CHARS else s[:MAX_SHOWN_CHARS] + "\n[... cut]"
-    env.filters["date"] = lambda t: datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    env.filters["date"] = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return env
 
 
@@ -60,11 +62,15 @@ def page_path(out_dir: Path, student: str, name: str) -> Path:
 
 
 def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():
+        private_dir(path.parent)
     if path.is_symlink():
         path.unlink()
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    if tmp.exists() or tmp.is_symlink():
+        tmp.unlink()
+    with open(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE), "w", encoding="utf-8") as fh:
+        fh.write(text)
     tmp.replace(path)
     return path
 
