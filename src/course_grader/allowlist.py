@@ -11,8 +11,19 @@ from __future__ import annotations
 from . import integrity
 from .harness import allowlist as _impl
 from .harness.allowlist import (  # noqa: F401  (the public names)
-    ALLOWED_NODES, FORBIDDEN_ATTRIBUTES, FORBIDDEN_NAMES, MAX_CONSTANT_CHARS, MAX_DEPTH, MAX_NODES,
-    MAX_SOURCE_CHARS, SAFE_BUILTINS, AllowList, AllowListError, check_function, extract_function, load_checked,
+    ALLOWED_NODES,
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_NAMES,
+    MAX_CONSTANT_CHARS,
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_SOURCE_CHARS,
+    SAFE_BUILTINS,
+    AllowList,
+    AllowListError,
+    check_function,
+    extract_function,
+    load_checked,
     parse_source,
 )
 

@@ -18,21 +18,26 @@ import os
 import sys
 from pathlib import Path
 
-from compile_course.paths import BUILD, SOLUTIONS
+from compile_course.paths import SOLUTIONS
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="course grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("submissions", nargs="?", type=Path, help="STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb files")
+    p = argparse.ArgumentParser(prog="course grade", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("submissions", nargs="?", type=Path,
+                   help="STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb files")
     p.add_argument("--exercise", help="grade only this exercise (exNN)")
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="submissions graded at once (default 2)")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="submissions graded at once (default 2)")
     p.add_argument("--out", type=Path, help="results folder (default: build/grading/<name of DIR>)")
     p.add_argument("--gradebook", type=Path, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
     p.add_argument("--solutions", type=Path, default=SOLUTIONS, help="the instructor's source notebooks")
     p.add_argument("--import-review", type=Path, metavar="SHEET", help="import scores and comments from a review sheet")
-    p.add_argument("--clear-flag", metavar="ATTEMPT", help="clear the flags of this attempt (its id, or a prefix of it)")
+    p.add_argument("--clear-flag", metavar="ATTEMPT",
+                   help="clear the flags of this attempt (its id, or a prefix of it)")
     p.add_argument("--reason", help="why the flag is cleared (recorded in the gradebook; required with --clear-flag)")
-    p.add_argument("--cpu-per-cell", type=int, help="CPU seconds per cell or measuring request (default: the sandbox's)")
+    p.add_argument("--cpu-per-cell", type=int,
+                   help="CPU seconds per cell or measuring request (default: the sandbox's)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -47,7 +52,10 @@ def summary_table(rows, book) -> None:
     styles = {"graded": "", "flagged": "bold red", "rejected": "yellow", "fault": "bold red"}
     for r in rows:
         manual, reviewed = book.manual_score(r["key"])
-        review = "-" if not r["manual_possible"] else (f"{manual:g}/{r['manual_possible']:g}" if reviewed else "pending")
+        if not r["manual_possible"]:
+            review = "-"
+        else:
+            review = f"{manual:g}/{r['manual_possible']:g}" if reviewed else "pending"
         table.add_row(r["student"], r["exercise_name"] or r["exercise"], r["status"],
                       f"{r['auto_score']:g}/{r['auto_possible']:g}", review, r["key"][:16], r["reason"][:120],
                       style=styles.get(r["status"], ""))

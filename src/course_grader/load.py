@@ -134,9 +134,11 @@ def parse_notebook(raw: bytes) -> tuple[dict | None, str, list[str]]:
         return None, "not a notebook: JSON without notebook cells", []
     version = nb.get("nbformat")
     if version != 4 or isinstance(version, bool):
-        return None, f"unsupported notebook format nbformat {str(version)[:20]} (expected 4; save it with Jupyter 4+)", []
+        return None, (f"unsupported notebook format nbformat {str(version)[:20]} "
+                      "(expected 4; save it with Jupyter 4+)"), []
     cells = nb.get("cells")
-    if not isinstance(cells, list) or not all(isinstance(c, dict) and isinstance(c.get("cell_type"), str) for c in cells):
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and isinstance(c.get("cell_type"), str)
+                                              for c in cells):
         return None, "not a notebook: malformed cell list", []
     if len(cells) > MAX_CELLS:
         return None, f"not a notebook of this course: {len(cells)} cells (limit {MAX_CELLS})", []

@@ -126,16 +126,17 @@ class Exercise:
     path: Path
     sha256: str                     # of the solution file's bytes: part of every attempt key
     cells: tuple[Cell, ...]
-    notebook: Any = field(repr=False, compare=False, default=None)  # the parsed nbformat node (read it, do not modify it)
+    # the parsed nbformat node (read it, do not modify it)
+    notebook: Any = field(repr=False, compare=False, default=None)
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, path: Path | str) -> "Exercise":
+    def load(cls, path: Path | str) -> Exercise:
         path = Path(path)
         return cls.from_bytes(path.read_bytes(), path)
 
     @classmethod
-    def from_bytes(cls, raw: bytes, path: Path | str) -> "Exercise":
+    def from_bytes(cls, raw: bytes, path: Path | str) -> Exercise:
         path = Path(path)
         match = EXERCISE_FILE.match(path.stem)
         if not match:

@@ -134,7 +134,8 @@ def check_all(solutions_dir: Path, exercises_dir: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course release", description="regenerate exercises/ from solutions/")
-    parser.add_argument("--check", action="store_true", help="compare with a fresh release in memory; exit 1 on any difference")
+    parser.add_argument("--check", action="store_true",
+                        help="compare with a fresh release in memory; exit 1 on any difference")
     parser.add_argument("--solutions", type=Path, default=SOLUTIONS)
     parser.add_argument("--exercises", type=Path, default=EXERCISES)
     args = parser.parse_args(argv)
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             problems = check_all(args.solutions, args.exercises)
             for line in problems:
                 print(line)
-            print("exercises are up to date" if not problems else f"{len(problems)} exercise file(s) out of date: run `course release`")
+            print("exercises are up to date" if not problems
+                  else f"{len(problems)} exercise file(s) out of date: run `course release`")
             return 1 if problems else 0
         written = release_all(args.solutions, args.exercises)
     except ExerciseFormatError as exc:

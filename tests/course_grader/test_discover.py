@@ -67,7 +67,8 @@ def test_names_that_tell_no_student_or_exercise_are_rejected(tmp_path):
     (tmp_path / "ivy" / "deeper" / "ex01_x.ipynb").write_text("{}")
     found, _ = discover(tmp_path)
     by = {c.rel: c for c in found}
-    assert by["ex01_capture_boundary.ipynb"].student is None and "cannot tell the student" in by["ex01_capture_boundary.ipynb"].reason
+    unnamed = by["ex01_capture_boundary.ipynb"]
+    assert unnamed.student is None and "cannot tell the student" in unnamed.reason
     assert by["hank__notes.ipynb"].student == "hank" and "exercise id" in by["hank__notes.ipynb"].reason
     assert by["-rf__ex01_x.ipynb"].student is None and "not allowed" in by["-rf__ex01_x.ipynb"].reason
     assert "ivy/deeper/ex01_x.ipynb" not in by   # folders deeper than one level are not walked

@@ -31,7 +31,8 @@ def test_a_failing_hidden_test_shows_id_points_and_result_only(tmp_path, submiss
         if len(line.strip()) > 12:
             assert line.strip() not in text, line
     page = (report.out_dir / "feedback" / "vic" / f"{ex.name}.html").read_text()
-    assert re.search(rf"{hidden.course_id} \(hidden\)</td><td>0 / 3</td>\s*<td class=\"failed\">failed</td><td></td>", page)
+    assert re.search(rf"{hidden.course_id} \(hidden\)</td><td>0 / 3</td>\s*"
+                     r"<td class=\"failed\">failed</td><td></td>", page)
     assert "still the stub" in page                   # a public test's message is shown
     sent = "\n".join(cell for h in hosts for cell in h.cells)
     assert hidden.source not in sent                  # never sent to a kernel either

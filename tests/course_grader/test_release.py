@@ -100,14 +100,16 @@ def test_every_exercise_cell_id_exists_in_its_solution_with_the_same_kind(source
 
 
 def test_stub_keeps_indentation_and_surrounding_code():
-    source = "def f(x):\n    y = x + 1\n    ### BEGIN SOLUTION\n    return y * 2\n    ### END SOLUTION\n\nprint('after')"
+    source = ("def f(x):\n    y = x + 1\n    ### BEGIN SOLUTION\n    return y * 2\n    ### END SOLUTION\n\n"
+              "print('after')")
     assert release.stub_code(source, "ex99-f") == (
         "def f(x):\n    y = x + 1\n"
         '    raise NotImplementedError("ex99-f: replace this line with your answer")\n\nprint(\'after\')')
 
 
 def test_markdown_answer_becomes_a_prompt(notebook_file):
-    path = notebook_file("ex99_x", [("markdown", "ex99-a", "answer", f"Q?\n{BEGIN_MD}\nThe model answer.\n{END_MD}\n", 2)])
+    path = notebook_file("ex99_x",
+                         [("markdown", "ex99-a", "answer", f"Q?\n{BEGIN_MD}\nThe model answer.\n{END_MD}\n", 2)])
     nb = release.student_notebook(Exercise.load(path))
     assert nb.cells[0].source == f"Q?\n{release.ANSWER_PROMPT}\n"
 

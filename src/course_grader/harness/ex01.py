@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from .allowlist import AllowList, load_checked
 from ..protocol import decode_tensor, encode_tensor
+from .allowlist import AllowList, load_checked
 from .common import error_text, fresh_compiler, restore_global_state, upstream_gradient
 
 FUNCTION = "safe_normalize_rewrite"

@@ -75,7 +75,8 @@ def _tampering(ex: Exercise) -> dict[str, tuple[object, dict]]:
     flagged = {"status": "flagged", "score": "zero"}
     out = {
         "tamper-patch-torch-equal": (with_cells(good, after={last_solution: (
-            "import torch\ntorch.equal = lambda a, b: True\ntorch.testing.assert_close = lambda *a, **k: None")}), flagged),
+            "import torch\ntorch.equal = lambda a, b: True\n"
+            "torch.testing.assert_close = lambda *a, **k: None")}), flagged),
         "tamper-patch-checks": (with_cells(good, after={last_solution: (
             "import compile_course.checks as checks\nchecks.passed = print")}), flagged),
         # Binding a name in the student's own namespace is not tampering: it cannot reach a verdict.

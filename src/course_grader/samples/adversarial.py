@@ -67,7 +67,8 @@ def time_and_record(fn, x, backend):
 """
 
 
-def _timing(fastest_line: str = "pass", speedup: str = "eager_fastest / compiled_fastest if backend in CODEGEN_BACKENDS else None",
+def _timing(fastest_line: str = "pass",
+            speedup: str = "eager_fastest / compiled_fastest if backend in CODEGEN_BACKENDS else None",
             cache: str = "cache") -> str:
     return (TIMING_OK.replace("FASTEST_LINE", fastest_line).replace("SPEEDUP_LINE", speedup)
             .replace("CACHE_VALUE", cache))
@@ -78,7 +79,8 @@ SAMPLES: list[Sample] = [
     Sample("adv-call-reference", "ex01", 0, "the rewrite calls the locked reference: not available in measured code",
            replace={"ex01-rewrite": _fn(REWRITE, "return safe_normalize(x)")}),
     Sample("adv-getattr-string", "ex01", 0, "getattr with a built string to reach torch internals: rejected",
-           replace={"ex01-rewrite": _fn(REWRITE, "cfg = getattr(torch, '_dyn' + 'amo')", "return torch.where(x.norm() > 0, x / x.norm(), x)")}),
+           replace={"ex01-rewrite": _fn(REWRITE, "cfg = getattr(torch, '_dyn' + 'amo')",
+                                        "return torch.where(x.norm() > 0, x / x.norm(), x)")}),
     Sample("adv-format-attribute", "ex01", 0, "str.format reads attributes by name: rejected",
            replace={"ex01-rewrite": _fn(REWRITE, "name = '{0._version}'.format(x)", "return x")}),
     Sample("adv-config-store", "ex01", 0, "sets a Dynamo config attribute inside the function: rejected",
@@ -87,16 +89,20 @@ SAMPLES: list[Sample] = [
     Sample("adv-exec-source", "ex01", 0, "exec of a string: rejected by the allow-list, and flagged by the static scan",
            replace={"ex01-rewrite": _fn(REWRITE, "exec('y = x')", "return x")}, status="flagged"),
     Sample("adv-dunder-globals", "ex01", 0, "walks to the function's globals: rejected by the allow-list, and flagged",
-           replace={"ex01-rewrite": _fn(REWRITE, "g = safe_normalize_rewrite.__globals__", "return x")}, status="flagged"),
-    Sample("adv-patch-explain", "ex01", 0, "a naive rewrite, plus a scratch cell that replaces torch._dynamo.explain: flagged",
+           replace={"ex01-rewrite": _fn(REWRITE, "g = safe_normalize_rewrite.__globals__", "return x")},
+           status="flagged"),
+    Sample("adv-patch-explain", "ex01", 0,
+           "a naive rewrite, plus a scratch cell that replaces torch._dynamo.explain: flagged",
            replace={"ex01-rewrite": _fn(REWRITE, "norm = x.norm()", "return torch.where(norm > 0, x / norm, x)")},
            after={"ex01-rewrite": "import torch._dynamo\ntorch._dynamo.explain = lambda fn: (lambda *a: None)"},
            status="flagged"),
     Sample("adv-fake-ticks", "ex01", 0, "unanswered, with scratch cells that print every ✓ line",
-           answered=False, after={"ex01-rewrite": "print('✓ 1 graph, 0 graph breaks, and fullgraph=True compiles')\n"
-                                                   "print('✓ values, dtypes and gradients agree on 8 public cases')\n"
-                                                   "print('✓ boundary values and gradients agree on 18 hidden cases')"}),
-    Sample("adv-naive-where", "ex01", 5, "the classic where rewrite: captures, but NaN gradients at the zero vector (hidden)",
+           answered=False,
+           after={"ex01-rewrite": "print('✓ 1 graph, 0 graph breaks, and fullgraph=True compiles')\n"
+                                  "print('✓ values, dtypes and gradients agree on 8 public cases')\n"
+                                  "print('✓ boundary values and gradients agree on 18 hidden cases')"}),
+    Sample("adv-naive-where", "ex01", 5,
+           "the classic where rewrite: captures, but NaN gradients at the zero vector (hidden)",
            replace={"ex01-rewrite": _fn(REWRITE, "norm = x.norm()", "return torch.where(norm > 0, x / norm, x)")}),
     Sample("honest-local-max", "ex01", 8, "a local variable named max and comments: honest",
            replace={"ex01-rewrite": _fn(REWRITE, "# max is my own local name here", "max = x.norm()",
@@ -105,7 +111,8 @@ SAMPLES: list[Sample] = [
     Sample("honest-helper-function", "ex01", 8, "a top-level helper and constant in the same cell: honest",
            replace={"ex01-rewrite": "FALLBACK = 1.0\n\n\ndef safe_divisor(norm):\n"
                                     "    return torch.where(norm > 0, norm, torch.full_like(norm, FALLBACK))\n\n\n"
-                                    + _fn(REWRITE, "norm = x.norm()", "return torch.where(norm > 0, x / safe_divisor(norm), x)")}),
+                                    + _fn(REWRITE, "norm = x.norm()",
+                                          "return torch.where(norm > 0, x / safe_divisor(norm), x)")}),
     Sample("honest-divide-by-where", "ex01", 8, "a different correct rewrite: divide by a guarded norm",
            replace={"ex01-rewrite": _fn(REWRITE, "norm = x.norm()",
                                         "return x / torch.where(norm > 0, norm, torch.ones_like(norm))")}),
@@ -117,30 +124,35 @@ SAMPLES: list[Sample] = [
     Sample("adv-deep-literal", "ex02", 3, "a very deep literal for BREAKS: unusable, never crashes the batch",
            replace={"ex02-breaks": "BREAKS = " + "[" * 150 + "]" * 150}),
     Sample("adv-computed-answer", "ex02", 3, "BREAKS computed by code (an old helper): never run, not a literal",
-           replace={"ex02-breaks": "from compile_course.checks import live_breaks\nBREAKS = live_breaks(FUNCTIONS, EXAMPLE)"}),
+           replace={"ex02-breaks": "from compile_course.checks import live_breaks\n"
+                                   "BREAKS = live_breaks(FUNCTIONS, EXAMPLE)"}),
     Sample("adv-comprehension-answer", "ex02", 3, "BREAKS as a comprehension: not a literal",
            replace={"ex02-breaks": "BREAKS = {name: None for name in FUNCTIONS}"}),
     Sample("adv-trusts-explain", "ex02", 3, "answers what explain shows: print and log.info 'no break' (wrong)",
            replace={"ex02-breaks": 'BREAKS = {"scale_and_report": None, "scale_by_total": "item", '
-                                   '"flip_if_negative": "data-dependent branch", "clipped": None, "logged_scale": None}'}),
+                                   '"flip_if_negative": "data-dependent branch", "clipped": None, '
+                                   '"logged_scale": None}'}),
     Sample("adv-patch-builtins-print", "ex02", 0, "a scratch cell that replaces builtins.print: flagged",
            after={"ex02-breaks": "import builtins\nbuiltins.print = lambda *a, **k: None"}, status="flagged"),
     Sample("honest-literal-layout", "ex02", 6, "correct literals with comments, another key order and trailing commas",
            replace={"ex02-breaks": "# from the graph_breaks log\nBREAKS = {\n    'logged_scale': 'logging',  # GB0291\n"
                                    "    'clipped': None,\n    'flip_if_negative': 'data-dependent branch',\n"
-                                   "    'scale_by_total': 'item',\n    'scale_and_report': 'print',\n}\nprint(BREAKS)\n",
+                                   "    'scale_by_total': 'item',\n    'scale_and_report': 'print',\n}\n"
+                                   "print(BREAKS)\n",
                     "ex02-recompiles": RIGHT_RECOMPILES + "  # checked with CompileWatch\n"}),
     # ------------------------------------------------------------------ ex03
     Sample("adv-computed-predictions", "ex03", 5, "PREDICTED_A read off a CompileWatch: not a literal",
            replace={"ex03-predict-a": "watch = CompileWatch(h, backend='eager')\nsequence_a(watch)\n"
                                       "PREDICTED_A = [n for _, n in watch.calls]"}),
     Sample("adv-warmup-reset", "ex03", 6, "warm_up calls torch._dynamo.reset (not an allowed path)",
-           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "torch._dynamo.reset()", "compiled_h(torch.randn(4, 8))")}),
+           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "torch._dynamo.reset()",
+                                        "compiled_h(torch.randn(4, 8))")}),
     Sample("adv-warmup-force-eager", "ex03", 6, "warm_up switches torch to eager so nothing ever compiles",
            replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "torch.compiler.set_stance('force_eager')",
                                         "compiled_h(torch.randn(4, 8))")}),
     Sample("honest-warmup-two-sizes", "ex03", 8, "warm_up calls two batch sizes: automatic dynamic, 2 compilations",
-           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "for n in (2, 3):", "    compiled_h(torch.randn(n, 8))")}),
+           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "for n in (2, 3):",
+                                        "    compiled_h(torch.randn(n, 8))")}),
     # ------------------------------------------------------------------ ex04
     Sample("adv-always-true", "ex04", 0, "a fixture that accepts everything: every graded test mixes faults in",
            replace={"ex04-fixture": _fn(FIXTURE, "return True")}),
@@ -151,10 +163,12 @@ SAMPLES: list[Sample] = [
                                         "return 'Optimized' in text or 'compile' in text")}),
     Sample("adv-orig-mod-probe", "ex04", 0, "hasattr(candidate, '_orig_mod'): rejected by the allow-list",
            replace={"ex04-fixture": _fn(FIXTURE, "return hasattr(candidate, '_orig_mod')")}),
-    Sample("adv-call-counter", "ex04", 0, "a mutable default counts calls to answer by position: order is random, state is fresh",
+    Sample("adv-call-counter", "ex04", 0,
+           "a mutable default counts calls to answer by position: order is random, state is fresh",
            replace={"ex04-fixture": _fn("check_equivalent(reference, candidate, seen=[])", "seen.append(1)",
                                         "return len(seen) % 2 == 1")}),
-    Sample("adv-weak-fixture", "ex04", 6, "an honest but weak fixture: float32 and a batch of 4 only (hidden faults pass)",
+    Sample("adv-weak-fixture", "ex04", 6,
+           "an honest but weak fixture: float32 and a batch of 4 only (hidden faults pass)",
            replace={"ex04-fixture": _fn(FIXTURE, "nan, inf = float('nan'), float('inf')",
                                         "x = torch.tensor([[0.0, -0.0, nan, 1.0], [-1.0, 2.0, inf, -inf], "
                                         "[0.5, -3.0, 0.0, 2.0], [1.5, -0.5, 3.0, -2.0]])",
@@ -168,14 +182,16 @@ SAMPLES: list[Sample] = [
                                        "        'compiled_first_s': 2.0, 'compiled_fastest_s': 0.001, 'cache': 'cold',",
                                        "        'speedup': 4.0 if backend == 'inductor' else None,",
                                        "        'boundary': {'backend': backend, 'fullgraph': True, 'dynamic': False,",
-                                       "                     'inputs': 'x: float32[256, 1024]', 'diagnostics': ['made up']}}")}),
+                                       "                     'inputs': 'x: float32[256, 1024]', "
+                                       "'diagnostics': ['made up']}}")}),
     Sample("adv-flattered-speedup", "ex05", 3, "times honestly, then divides the compiled figure by 10",
            replace={"ex05-answer": _timing("compiled_fastest = compiled_fastest / 10")}),
     Sample("adv-cache-always-cold", "ex05", 3, "reports a cold cache whatever happened",
            replace={"ex05-answer": _timing(cache="'cold'")}),
     Sample("adv-no-none-for-eager", "ex05", 3, "claims a speedup for backend='eager' too",
            replace={"ex05-answer": _timing(speedup="eager_fastest / compiled_fastest")}),
-    Sample("honest-perf-counter-ns", "ex05", 5, "honest timing written differently (perf_counter_ns, sorted lists, helper)",
+    Sample("honest-perf-counter-ns", "ex05", 5,
+           "honest timing written differently (perf_counter_ns, sorted lists, helper)",
            replace={"ex05-answer": _fn("time_and_record(fn, x, backend)",
                                        "import time",
                                        "def run(f, n):",
@@ -196,11 +212,14 @@ SAMPLES: list[Sample] = [
                                        "('warm' if stats['fxgraph_cache_hit'] > hits else None)",
                                        "steady = sorted(run(compiled, 8))",
                                        "codegen = backend not in ('eager', 'aot_eager')",
-                                       "return {'backend': backend, 'eager_first_s': eager[0], 'eager_fastest_s': sorted(eager[1:])[0],",
-                                       "        'compiled_first_s': first, 'compiled_fastest_s': steady[0], 'cache': cache,",
+                                       "return {'backend': backend, 'eager_first_s': eager[0], "
+                                       "'eager_fastest_s': sorted(eager[1:])[0],",
+                                       "        'compiled_first_s': first, 'compiled_fastest_s': steady[0], "
+                                       "'cache': cache,",
                                        "        'speedup': sorted(eager[1:])[0] / steady[0] if codegen else None,",
                                        "        'boundary': dict(backend=backend, fullgraph=True, dynamic=False,",
-                                       "                         inputs='float32 x of shape [256, 1024]', diagnostics=['perf_counter_ns'])}")}),
+                                       "                         inputs='float32 x of shape [256, 1024]', "
+                                       "diagnostics=['perf_counter_ns'])}")}),
 ]
 
 SAMPLES.append(

@@ -70,7 +70,7 @@ class CgroupPlan:
     notices: list[str] = field(default_factory=list)
 
     @classmethod
-    def detect(cls) -> "CgroupPlan":
+    def detect(cls) -> CgroupPlan:
         plan = cls()
         own = _own_paths()
         v2 = _v2_root()
@@ -103,7 +103,8 @@ def sweep_stale(plan: CgroupPlan) -> int:
 
     Only ``rmdir`` is used: a cgroup that still has members is left alone, and nothing is killed."""
     removed = 0
-    parents = {place[1] for place in (plan.memory, plan.pids, plan.cpu) if place} | ({plan.kill} if plan.kill else set())
+    parents = ({place[1] for place in (plan.memory, plan.pids, plan.cpu) if place}
+               | ({plan.kill} if plan.kill else set()))
     for parent in parents:
         for child in parent.glob(RUN_PREFIX + "*"):
             parts = child.name.split("-")

@@ -30,8 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course_grader import protocol
-from course_grader.protocol import (CellReply, Exited, Measure, MeasureReply, ProtocolError, Ready, RunCell,
-                                    Spawn, Started, Stop, TemplateReady)
+from course_grader.protocol import (
+    CellReply,
+    Exited,
+    Measure,
+    MeasureReply,
+    ProtocolError,
+    Ready,
+    RunCell,
+    Spawn,
+    Started,
+    Stop,
+    TemplateReady,
+)
 from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, sweep_stale
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.uids import UidLease
@@ -140,7 +151,7 @@ class Template:
 class Run:
     """One sandboxed process tree (reaper, init, worker), watched from the grader."""
 
-    def __init__(self, host: "GradingHost", mode: str, cpu_s_total: int, reveal: dict[str, str],
+    def __init__(self, host: GradingHost, mode: str, cpu_s_total: int, reveal: dict[str, str],
                  limits: Limits | None = None):
         self.host, self.limits = host, limits or host.limits
         self.uid = host.uids.acquire() if host.uids else 0
@@ -289,9 +300,10 @@ class Run:
                 idle = used is None or used < self.limits.idle_cpu_fraction * elapsed
                 if idle or elapsed > self.limits.wall_s_hard:
                     self.kill()
+                    why = "almost without using CPU: it was waiting, not computing" if idle \
+                        else "the longest any cell may run"
                     raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {elapsed:.0f} s (wall clock) in {where} "
-                                       "without finishing, " + ("almost without using CPU: it was waiting, not computing"
-                                                                if idle else "the longest any cell may run"))
+                                       "without finishing, " + why)
             if self.exit_status is not None or (self.chan_reader.eof and self._await_exit(2.0)):
                 self._check_counters(oom0, pids0, where)
                 raise self._death_fault(where, cpu_budget, cpu0)
@@ -323,7 +335,8 @@ class Run:
         if status is None:
             how = "closed the grader's channel"
         elif status > 128:
-            how = f"was killed by signal {signal.Signals(status - 128).name if status - 128 in signal.valid_signals() else status - 128}"
+            number = status - 128
+            how = f"was killed by signal {signal.Signals(number).name if number in signal.valid_signals() else number}"
         else:
             how = f"exited with code {status}"
         return SandboxFault(FaultKind.CRASHED, f"the kernel ended in {where}: the process {how}")
@@ -363,13 +376,13 @@ class Run:
 class NotebookKernel:
     """A fresh sandboxed IPython kernel; cells run one at a time with ``run_cell``."""
 
-    def __init__(self, host: "GradingHost", limits: Limits | None = None):
+    def __init__(self, host: GradingHost, limits: Limits | None = None):
         self.host, self.limits = host, limits or host.limits
         self.run: Run | None = None
         self.fault: SandboxFault | None = None      # what ended the kernel, if a cell did
         self.cells_run = 0
 
-    def __enter__(self) -> "NotebookKernel":
+    def __enter__(self) -> NotebookKernel:
         self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal={}, limits=self.limits)
         return self
 
@@ -436,7 +449,7 @@ class GradingHost:
         self._names = itertools.count()
         self._lock = threading.Lock()
 
-    def __enter__(self) -> "GradingHost":
+    def __enter__(self) -> GradingHost:
         try:
             if os.geteuid() == 0:
                 self.uids = UidLease()

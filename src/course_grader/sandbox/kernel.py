@@ -4,8 +4,9 @@ Runs in a run's worker process, after confinement and the drop to an unprivilege
 (see ``template.worker``). Each cell's printed text goes to a capped writer (the first
 ``output_bytes`` kept, the rest counted); output history is off (``cache_size=0``, no
 history database, ``store_history=False``), so ``Out``/``_oh`` never hold results and a
-flood of output cannot grow memory. Errors are reported as text, ``"ExcType: message"``. IPython 9 also tees every stream write into its history manager;
-that tee is switched off and the manager's per-cell outputs are dropped after each cell.
+flood of output cannot grow memory. Errors are reported as text, ``"ExcType: message"``.
+IPython 9 also tees every stream write into its history manager; that tee is switched off
+and the manager's per-cell outputs are dropped after each cell.
 
 Before each cell the soft ``RLIMIT_CPU`` is set to the CPU used so far plus the cell's
 budget; the grader also measures the run's CPU from outside (cgroup) and enforces the

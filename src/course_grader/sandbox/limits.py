@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CPU_S_PER_CELL = 60             # one notebook cell, or one measuring request (a cold inductor compile of a model answer: ~16 s)
+# one notebook cell, or one measuring request (a cold inductor compile of a model answer: ~16 s)
+CPU_S_PER_CELL = 60
 CPU_S_TOTAL = 600               # everything one run (one notebook, one measuring child) may use
 WALL_BACKSTOP_FACTOR = 3        # wall-clock backstop of a cell = this many times its CPU budget
 IDLE_CPU_FRACTION = 0.05        # below this CPU/wall ratio past the backstop, the code is waiting
@@ -43,7 +44,7 @@ class Limits:
     torch_threads: int = TORCH_THREADS
 
     @classmethod
-    def scaled(cls, cpu_s_per_cell: int, **overrides) -> "Limits":
+    def scaled(cls, cpu_s_per_cell: int, **overrides) -> Limits:
         """Limits with a different CPU budget per cell and the wall backstop that goes with it."""
         overrides.setdefault("wall_s_backstop", cpu_s_per_cell * WALL_BACKSTOP_FACTOR)
         overrides.setdefault("cpu_s_total", max(cpu_s_per_cell, CPU_S_TOTAL))

@@ -73,7 +73,7 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
     try:
         notices += confine.unshare_namespaces()
         if confine.is_root() and not any(n.startswith("no mount") for n in notices):
-            notices += confine.build_mounts(spawn.hide, dict(zip(spawn.reveal, spawn.reveal_from)),
+            notices += confine.build_mounts(spawn.hide, dict(zip(spawn.reveal, spawn.reveal_from, strict=True)),
                                             confine.course_paths(),
                                             spawn.compile_cache, spawn.cache_writable, spawn.uid)
     except Exception as exc:  # the run must not start half-confined

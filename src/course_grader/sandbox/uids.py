@@ -76,7 +76,7 @@ class UidLease:
             os.close(self._fd)  # releases the flock
             self._fd = -1
 
-    def __enter__(self) -> "UidLease":
+    def __enter__(self) -> UidLease:
         return self
 
     def __exit__(self, *exc) -> None:

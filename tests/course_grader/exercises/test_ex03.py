@@ -31,7 +31,8 @@ def test_the_lessons_guards_are_graded(grade_with, a, wrong_call):
 
 @pytest.mark.parametrize("warm, phrase", [
     ("def warm_up(compiled_h):\n    compiled_h(torch.randn(4, 8))\n", "would recompile"),
-    ("def warm_up(compiled_h):\n    for n in range(2, 8):\n        compiled_h(torch.randn(n, 8, dtype=torch.float64 if n % 2 else torch.float32))\n",
+    ("def warm_up(compiled_h):\n    for n in range(2, 8):\n"
+     "        compiled_h(torch.randn(n, 8, dtype=torch.float64 if n % 2 else torch.float32))\n",
      "at most 2"),
     ("def warm_up(compiled_h):\n    pass\n", "nothing was compiled"),
     ("def warm_up(compiled_h):\n    torch._dynamo.reset()\n", "attributes starting with `_`"),

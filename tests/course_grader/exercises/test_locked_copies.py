@@ -38,7 +38,8 @@ def _call_args(source: str, function: str) -> list[str]:
 
 @pytest.mark.parametrize("exercise, cell, module, names", [
     ("ex01", "ex01-reference", ex01_verdicts, ["safe_normalize"]),
-    ("ex02", "ex02-functions", ex02, ["scale_and_report", "scale_by_total", "flip_if_negative", "clipped", "logged_scale"]),
+    ("ex02", "ex02-functions", ex02,
+     ["scale_and_report", "scale_by_total", "flip_if_negative", "clipped", "logged_scale"]),
     ("ex02", "ex02-sequences", ex02, ["double"]),
     ("ex03", "ex03-sequence-a", ex03, ["h"]),
     ("ex04", "ex04-references", ex04, ["gate", "Block"]),

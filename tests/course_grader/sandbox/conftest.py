@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from course_grader.sandbox import GradingHost
+
 from sandbox_probes import PROBES, small_limits
 
 

@@ -53,7 +53,8 @@ def test_warming_runs_write_the_cache_for_later_runs(host, cache):
     assert (cache / "warm" / "entry").read_text() == "w" and (cache / "warm" / "deeper").is_dir()
     with host.notebook_kernel() as kernel:     # a later run (another uid) may still add to its own view
         result = kernel.run_cell("import os\nroot = os.environ['TORCHINDUCTOR_CACHE_DIR']\n"
-                                 "open(root + '/warm/deeper/x', 'w').write('y')\nprint(os.listdir(root + '/warm/deeper'))")
+                                 "open(root + '/warm/deeper/x', 'w').write('y')\n"
+                                 "print(os.listdir(root + '/warm/deeper'))")
         assert result.output == "['x']\n", result
     assert not (cache / "warm" / "deeper" / "x").exists()
 

@@ -31,7 +31,9 @@ def test_cells_run_in_order_in_a_shell(host):
 
 def test_run_is_pid_1_namespace_under_a_leased_uid(host):
     with host.notebook_kernel() as kernel:
-        out = kernel.run_cell("import os\nprint(os.getuid(), os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))").output
+        out = kernel.run_cell("import os\n"
+                              "print(os.getuid(), os.getpid(), "
+                              "sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))").output
     uid, pid, pids = out.split(" ", 2)
     assert int(uid) in host.uid_block
     assert int(pid) == 2 and pids.strip() == "[1, 2]"   # init and the worker, nothing of the host
@@ -40,7 +42,8 @@ def test_run_is_pid_1_namespace_under_a_leased_uid(host):
 def test_nothing_survives_a_run(host):
     marker = f"survivor-{secrets.token_hex(6)}"
     code = ("import subprocess, sys, os\n"
-            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
+            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'],"
+            " start_new_session=True)\n"
             "if os.fork() == 0:\n"
             "    os.setsid()\n"
             f"    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'])\n"
@@ -64,8 +67,8 @@ def test_private_tmp_and_shm_do_not_persist(host):
     for folder in ("/tmp", "/dev/shm", "/var/tmp"):
         assert not (Path(folder) / name).exists()
     with host.notebook_kernel() as kernel:
-        assert kernel.run_cell(f"import os; print([os.path.exists(d + '/{name}') for d in ('/tmp', '/dev/shm', '/var/tmp')])"
-                               ).output == "[False, False, False]\n"
+        assert kernel.run_cell(f"import os; print([os.path.exists(d + '/{name}') "
+                               "for d in ('/tmp', '/dev/shm', '/var/tmp')])").output == "[False, False, False]\n"
 
 
 def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
@@ -90,7 +93,7 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
             out = kernel.run_cell(f"PATHS = {[str(p) for p in hidden]!r}\n" + probe).output
             covered = kernel.run_cell(f"print(repr(open('{public_file}').read()))").output
     lines = out.splitlines()
-    for path, line in zip(hidden, lines):
+    for path, line in zip(hidden, lines, strict=False):  # more lines follow the hidden paths
         # under /tmp (pytest's tmp_path) a hidden folder is not even there: /tmp itself is private
         assert line == f"{path} []" or (str(path).startswith("/tmp/") and line == f"{path} FileNotFoundError"), line
     assert lines[len(hidden)] == "True"                  # the gradebook file reads as empty
@@ -123,11 +126,11 @@ def test_no_network(host):
     port = server.getsockname()[1]
     try:
         code = ("import socket\n"
-                "for addr in [('127.0.0.1', %d), ('1.1.1.1', 53)]:\n"
+                f"for addr in [('127.0.0.1', {port}), ('1.1.1.1', 53)]:\n"
                 "    try:\n"
                 "        socket.create_connection(addr, timeout=3).close(); print('connected')\n"
                 "    except OSError as e:\n"
-                "        print('refused', type(e).__name__)\n") % port
+                "        print('refused', type(e).__name__)\n")
         with host.notebook_kernel() as kernel:
             out = kernel.run_cell(code).output
     finally:
@@ -171,7 +174,8 @@ def test_without_cgroups_rlimits_still_end_a_cpu_loop(monkeypatch):
 
 def test_kernel_has_no_grader_module_but_the_sandbox_itself(host):
     with host.notebook_kernel() as kernel:
-        out = kernel.run_cell("import sys\nprint(sorted(m for m in sys.modules if m.startswith('course_grader')))").output
+        out = kernel.run_cell("import sys\n"
+                              "print(sorted(m for m in sys.modules if m.startswith('course_grader')))").output
     loaded = ast.literal_eval(out)
     assert loaded and all(m == "course_grader" or m.startswith(("course_grader.sandbox", "course_grader.protocol",
                                                                "course_grader.status")) for m in loaded), loaded
@@ -184,7 +188,8 @@ import sys, time
 from course_grader.sandbox import GradingHost, Limits
 with GradingHost(hide=[]) as host:
     with host.notebook_kernel() as kernel:
-        kernel.run_cell("import subprocess, sys\\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'])")
+        kernel.run_cell("import subprocess, sys\\n"
+                        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'])")
         print('ready', flush=True)
         time.sleep(600)
 """], stdout=subprocess.PIPE, text=True)

@@ -97,7 +97,8 @@ def test_student_exit_is_a_crash_not_a_grader_fault(host):
 
 def test_forged_reply_is_a_protocol_fault(host):
     with host.notebook_kernel() as kernel:
-        result = kernel.run_cell("import os\nfor fd in range(3, 12):\n    try: os.write(fd, b'{\"type\": \"cell-result\"}\\n')\n"
+        result = kernel.run_cell("import os\nfor fd in range(3, 12):\n"
+                                 "    try: os.write(fd, b'{\"type\": \"cell-result\"}\\n')\n"
                                  "    except OSError: pass", "forge")
     assert result.fault is FaultKind.PROTOCOL and "cell forge" in result.error
 
@@ -111,7 +112,8 @@ def test_measure_returns_checked_json_and_tensors(host):
     ("spin", FaultKind.CPU_TIME, "your code used 3 s of CPU in the measurement probe.spin"),
     ("not_json", FaultKind.CRASHED, "the measured code failed: ProtocolError: set is not a JSON primitive"),
     ("boom", FaultKind.CRASHED, "the measured code failed: ValueError: line one"),
-    ("missing", FaultKind.CRASHED, "the measured code failed: AttributeError: module 'course_grader.harness.probe' has no attribute 'missing'"),
+    ("missing", FaultKind.CRASHED,
+     "the measured code failed: AttributeError: module 'course_grader.harness.probe' has no attribute 'missing'"),
 ])
 def test_measure_faults(host, entry, kind, text):
     with pytest.raises(SandboxFault) as info:

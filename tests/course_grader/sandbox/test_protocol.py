@@ -22,9 +22,12 @@ def test_message_round_trip_and_nonce():
 @pytest.mark.parametrize("bad", [
     b'{"type": "cell-result"}',                                        # fields missing
     b'[1, 2]',                                                         # not an object
-    b'{"status": "ok", "output": "", "error": null, "cpu_s": 1, "dropped_bytes": true, "nonce": "n", "type": "cell-result"}',
-    b'{"status": "ok", "output": "", "error": null, "cpu_s": NaN, "dropped_bytes": 0, "nonce": "n", "type": "cell-result"}',
-    b'{"status": "ok", "output": "", "error": null, "cpu_s": 1, "dropped_bytes": 0, "nonce": "n", "type": "cell-result", "extra": 1}',
+    b'{"status": "ok", "output": "", "error": null, "cpu_s": 1, "dropped_bytes": true, "nonce": "n", '
+    b'"type": "cell-result"}',
+    b'{"status": "ok", "output": "", "error": null, "cpu_s": NaN, "dropped_bytes": 0, "nonce": "n", '
+    b'"type": "cell-result"}',
+    b'{"status": "ok", "output": "", "error": null, "cpu_s": 1, "dropped_bytes": 0, "nonce": "n", '
+    b'"type": "cell-result", "extra": 1}',
     b'{"status": "ok", "output": "", "error": null, "cpu_s": 1, "dropped_bytes": 0, "nonce": "n", "type": "run-cell"}',
     b'\x80not json',
     b'[' * 100000 + b']' * 100000,                                     # deep nesting
