@@ -78,7 +78,8 @@ def _ids(parts: list[str]) -> tuple[str | None, str | None, str]:
     m = EXERCISE_PREFIX.match(file_part)
     exercise = m.group(1) if m else None
     if not STUDENT_ID.match(student):
-        return None, exercise, f"student id {student[:40]!r} is not allowed (letters, digits, '.', '_', '-'; at most 64)"
+        return None, exercise, (f"student id {student[:40]!r} is not allowed "
+                                "(letters, digits, '.', '_', '-'; at most 64)")
     if exercise is None:
         return student, None, "the file name does not start with an exercise id (exNN_...)"
     return student, exercise, ""
@@ -98,7 +99,8 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
                 entries = []
                 for n, entry in enumerate(it):
                     if n >= MAX_ENTRIES:
-                        problems.append(f"{'/'.join(parts) or '.'}: more than {MAX_ENTRIES} entries; the rest are ignored")
+                        problems.append(f"{'/'.join(parts) or '.'}: more than {MAX_ENTRIES} entries; "
+                                        "the rest are ignored")
                         break
                     entries.append(entry)
         except OSError as exc:
@@ -106,15 +108,28 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
             return
         for entry in sorted(entries, key=lambda e: e.name):
             name = entry.name
-            if name.startswith(".") or name in SKIPPED_DIRS:
+            if name in SKIPPED_DIRS:
                 continue
             sub = parts + [name]
             rel = "/".join(sub)
+            if name.startswith("."):
+                if name.endswith(".ipynb"):  # a hidden notebook is reported, never silently dropped
+                    student, exercise, _ = _ids(parts + [name.lstrip(".")])  # attributed as if visible
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                        when, size = st.st_mtime_ns, st.st_size
+                    except OSError:
+                        when, size = 0, 0
+                    found.append(Candidate(rel, Path(entry.path), student, exercise,
+                                           "the file name starts with '.' (a hidden file); rename it without "
+                                           "the leading '.' to have it graded", when, size))
+                continue
             try:
                 st = entry.stat(follow_symlinks=False)     # lstat: before anything else
             except OSError as exc:
                 if name.endswith(".ipynb"):
-                    found.append(Candidate(rel, Path(entry.path), *_ids(sub)[:2], f"cannot examine the file ({exc.strerror or exc})"))
+                    found.append(Candidate(rel, Path(entry.path), *_ids(sub)[:2],
+                                           f"cannot examine the file ({exc.strerror or exc})"))
                 continue
             student, exercise, problem = _ids(sub)
             if name.endswith(".ipynb"):

@@ -26,6 +26,18 @@ def test_both_layouts_are_found_with_student_and_exercise(tmp_path):
     assert problems == []
 
 
+def test_a_hidden_notebook_is_rejected_with_a_reason_not_ignored(tmp_path):
+    (tmp_path / ".erin__ex01_capture_boundary.ipynb").write_text("{}")
+    (tmp_path / "frank").mkdir()
+    (tmp_path / "frank" / ".ex02_diagnose.ipynb").write_text("{}")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "gina__ex01_x.ipynb").write_text("{}")
+    found, _ = discover(tmp_path)
+    assert [(c.rel, c.student, c.exercise) for c in found] == [
+        (".erin__ex01_capture_boundary.ipynb", "erin", "ex01"), ("frank/.ex02_diagnose.ipynb", "frank", "ex02")]
+    assert all(not c.ok and "starts with '.'" in c.reason for c in found)
+
+
 def test_a_folder_named_like_a_submission_is_rejected(tmp_path):
     (tmp_path / "carol__ex01_x.ipynb").mkdir()
     reasons, _ = _reasons(tmp_path)
