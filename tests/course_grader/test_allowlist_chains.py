@@ -25,6 +25,9 @@ ESCAPES = [
     "torch.functional.itertools",
     "torch.nn.modules.module.OrderedDict()",
     "torch.no_such_thing",
+    "torch.hub.download_url_to_file('http://x', 'y')",
+    "torch.load('model.pt', weights_only=False)",
+    "torch.utils.cpp_extension.load_inline('m', '')",
 ]
 
 

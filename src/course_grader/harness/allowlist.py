@@ -118,6 +118,10 @@ class AllowList:
 # one of them is resolved by walking the real attributes (see ``_resolve_chain``).
 MODULE_PATHS = {"torch": "torch", "nn": "torch.nn", "time": "time", "copy": "copy"}
 _PRIMITIVES = (bool, int, float, complex, str, bytes, type(None))
+# Parts of torch itself that load code, touch files or start processes: no exercise needs them.
+DENIED_PATHS = ("torch.hub", "torch.load", "torch.save", "torch.serialization", "torch.package",
+                "torch.utils.cpp_extension", "torch.ops.load_library", "torch.classes.load_library",
+                "torch.multiprocessing", "torch.distributed", "torch.utils.data", "torch.cuda")
 
 
 # ---------------------------------------------------------------- parsing
@@ -296,6 +300,8 @@ def _resolve_chain(root_path: str, attrs: list[str], allowed: AllowList, dotted:
     path = root_path
     for attr in attrs:
         path = f"{path}.{attr}"
+        if any(path == d or path.startswith(d + ".") for d in DENIED_PATHS):
+            raise LookupError(path, "loads code, touches files or starts processes")
         try:
             obj = getattr(obj, attr)
         except Exception:  # noqa: BLE001 - anything unresolvable is rejected
