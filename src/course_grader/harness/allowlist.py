@@ -13,9 +13,17 @@ it.
 
 Accepted: the node types in ``ALLOWED_NODES``; names that are the function's
 own parameters and locals, the exercise's provided names, the builtins in
-``SAFE_BUILTINS``, and the cell's own top-level helper functions and literal
-constants. Attribute *loads* whose names do not start with ``_``, plus the exact
-dotted paths an exercise lists (``torch._dynamo.reset``).
+``SAFE_BUILTINS``, and the cell's own top-level helper functions and constants
+(whose expressions pass the same check). Attribute *loads* whose names do not
+start with ``_``, plus the exact dotted paths an exercise lists
+(``torch._dynamo.reset``).
+
+Every attribute chain rooted at a provided module (``torch``, ``nn``, ``time``,
+``copy``) is resolved over the real attributes, in the grader and again in the
+measuring process: each step must be a module under that root, or something
+that root's modules define; ``torch.os``, ``torch.sys``, ``torch.builtins`` and
+the like are other modules and are rejected. A module may only start a longer
+chain or be given a plain local name; passed anywhere else it could not be checked.
 
 Rejected, each with a message a student can act on: attribute stores and
 deletes, ``_``/dunder attribute access outside the listed paths, ``.format``
