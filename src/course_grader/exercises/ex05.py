@@ -121,7 +121,7 @@ def _boundary_problems(name: str, run: dict) -> list[str]:
         actual = used.get(key, default)
         if b.get(key) != actual:
             problems.append(f"{name}: boundary[{key!r}] is {shown(b.get(key), WORDS)}, "
-                            f"but torch.compile received {shown(actual)}")
+                            f"but torch.compile received {shown(actual, WORDS)}")
     if type(b.get("fullgraph")) is not bool or type(b.get("dynamic")) is not bool:
         problems.append(f"{name}: state fullgraph and dynamic explicitly (True or False) in the boundary")
     inputs = b.get("inputs")

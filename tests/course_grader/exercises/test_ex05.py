@@ -155,6 +155,7 @@ def test_student_strings_never_appear_in_verdict_messages():
     messages = (ex05._timing_problems("cold", r) + ex05._cache_speedup_problems("cold", r)
                 + ex05._boundary_problems("cold", r))
     assert any("boundary['inputs']" in m for m in messages)
+    assert any("torch.compile received 'inductor'" in m for m in messages)   # the grader's words are shown
     assert not any(SECRET in m for m in messages)
 
 
