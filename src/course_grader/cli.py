@@ -59,7 +59,7 @@ def summary_table(rows, book) -> None:
         table.add_row(r["student"], r["exercise_name"] or r["exercise"], r["status"],
                       f"{r['auto_score']:g}/{r['auto_possible']:g}", review, r["key"][:16], r["reason"][:120],
                       style=styles.get(r["status"], ""))
-    Console(width=170, stderr=False).print(table)
+    Console(stderr=False).print(table)  # the terminal's own width
 
 
 def _out_dir(args) -> Path | None:

@@ -72,7 +72,8 @@ def student_notebook(exercise: Exercise):
         cells.append(cell)
     nb.cells = cells
     nb.metadata.pop("widgets", None)
-    nb.metadata.pop("language_info", None)  # the kernel fills it in; keep the copy stable
+    # kernelspec and language_info stay as the solution stores them: what JupyterLab writes,
+    # so opening and saving an exercise in Lab leaves the file unchanged.
     return nb
 
 
