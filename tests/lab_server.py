@@ -83,9 +83,9 @@ def jupyter_server(root_dir: Path, state_dir: Path, *, app: str = "jupyter_serve
             try:
                 server.api("GET", "/api/status")
                 break
-            except requests.RequestException:
+            except requests.RequestException as exc:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"no Jupyter server after {STARTUP_TIMEOUT_S} s:\n{log.read_text()}")
+                    raise TimeoutError(f"no Jupyter server after {STARTUP_TIMEOUT_S} s:\n{log.read_text()}") from exc
                 time.sleep(0.25)
         yield server
     finally:
@@ -119,7 +119,7 @@ class KernelSocket:
         msg_id = uuid.uuid4().hex
         self.ws.send(json.dumps({
             "header": {"msg_id": msg_id, "msg_type": msg_type, "session": self.session, "username": "test",
-                       "version": "5.3", "date": datetime.datetime.now(datetime.timezone.utc).isoformat()},
+                       "version": "5.3", "date": datetime.datetime.now(datetime.UTC).isoformat()},
             "parent_header": {}, "metadata": {}, "content": content, "channel": "shell", "buffers": [],
         }))
         reply, iopub, idle = None, [], False

@@ -65,7 +65,8 @@ def write_notebook(path: Path) -> Path:
 
 def check_executed(proc, path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"^  \[1/1\] \S+\.ipynb +[0-9.]+ s  ok   \(\d+ s elapsed\)$", proc.stdout, re.MULTILINE), proc.stdout
+    progress = r"^  \[1/1\] \S+\.ipynb +[0-9.]+ s  ok   \(\d+ s elapsed\)$"
+    assert re.search(progress, proc.stdout, re.MULTILINE), proc.stdout
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[1].outputs[0].text == "<__main__.A object at 0xADDRESS> 42\n"
     assert audit_notebook(nb) == []

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from compile_course.notebooks.normalize import lab_metadata
+
 from lab_server import jupyter_server, kernel_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -81,7 +81,8 @@ def cmd_normalize(args) -> int:
         changed = apply_lab_metadata(nb, metadata)
         if changed and not args.check:
             nbformat.write(nb, path)
-        print(f"  {_relative(path.resolve())}: {('needs normalizing' if args.check else 'normalized') if changed else 'unchanged'}")
+        state = ("needs normalizing" if args.check else "normalized") if changed else "unchanged"
+        print(f"  {_relative(path.resolve())}: {state}")
         if changed and args.check:
             args.failed = True
     return 1 if getattr(args, "failed", False) else 0
@@ -137,8 +138,8 @@ def cmd_run(args) -> int:
         summary.append(("exercises regenerated", str(len(written)), "exercises/"))
 
     try:
-        from course_grader.samples import make_samples  # noqa: F401  (the sample maker, needed below)
         from course_grader.orchestrate import grade_samples
+        from course_grader.samples import make_samples  # noqa: F401  (the sample maker, needed below)
     except ImportError:
         summary.append(("grading", "grader not available yet", ""))
     else:
@@ -152,7 +153,8 @@ def cmd_run(args) -> int:
     try:
         site_index = build_site(BUILD / "site")
     except Exception as exc:  # report it in the summary like the other steps; the run fails
-        summary.append(("course site", f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", ""))
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        summary.append(("course site", f"FAILED: {type(exc).__name__}: {first_line}", ""))
         failed = True
     else:
         summary.append(("course site", "built", str(site_index.relative_to(ROOT))))
@@ -174,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         from course_grader.cli import main as grade_main
         return grade_main(argv[1:])
 
-    parser = argparse.ArgumentParser(prog="course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="course", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="the main job")
     p_run.add_argument("--jobs", type=int, default=2)
@@ -193,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     p_render.set_defaults(func=cmd_render)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
-    sub.add_parser("drift", help="re-run the course under another torch and report what changed (see course drift --help)")
+    sub.add_parser("drift",
+                   help="re-run the course under another torch and report what changed (see course drift --help)")
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -140,7 +140,7 @@ def changed_cells(stored, before, after) -> list[tuple[int, object, list[str], l
     """``(index, stored cell, before lines, after lines)`` for each compared cell whose outputs differ."""
     rules = sanitize_rules()
     changed = []
-    for index, (cell, old, new) in enumerate(zip(stored.cells, before.cells, after.cells)):
+    for index, (cell, old, new) in enumerate(zip(stored.cells, before.cells, after.cells, strict=False)):
         if not is_compared(cell):
             continue
         old_lines = as_lines(compared_texts(old.get("outputs", []), rules))

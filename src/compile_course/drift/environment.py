@@ -78,7 +78,8 @@ def build_venv(spec: str, python: str = sys.executable) -> tuple[Path, str]:
     pins.write_text(other_pins())
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "on"]
     _run(pip + [requirement, "-r", str(pins)], "installing torch and the other pins")
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
     (Path(site) / "compile_course_checkout.pth").write_text(str(ROOT / "src") + "\n")
     stamp.write_text(wanted)

@@ -33,7 +33,8 @@ def headline(summary: dict, reference: str, candidate: str) -> str:
     return (f"torch {candidate} vs torch {reference}: {summary['changed_cells']} of "
             f"{summary['compared_cells']} compared cells changed; {summary['version_report']} only report the "
             f"version, {summary['behaviour']} are behaviour changes"
-            + (f"; {len(summary['failed_notebooks'])} notebook(s) could not be compared" if summary["failed_notebooks"] else "")
+            + (f"; {len(summary['failed_notebooks'])} notebook(s) could not be compared"
+               if summary["failed_notebooks"] else "")
             + (f". Separately, {summary['stale_cells']} stored output(s) differ from a re-run under the pinned torch: "
                "they are out of date (make outputs)" if summary["stale_cells"] else ""))
 
@@ -50,7 +51,8 @@ def _changed_lines(diff: str, limit: int = 2, width: int = 200) -> str:
     added = {_squeeze(ln) for ln in lines if ln[0] == "+"}
     telling = [ln for ln in lines if _squeeze(ln) not in (added if ln[0] == "-" else removed)] or lines
     shown = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in telling[:limit]]
-    return "\n".join(shown + ([f"... {len(lines) - len(shown)} more changed line(s)"] if len(lines) > len(shown) else []))
+    more = [f"... {len(lines) - len(shown)} more changed line(s)"] if len(lines) > len(shown) else []
+    return "\n".join(shown + more)
 
 
 def _ordered(results: list[NotebookResult]):
@@ -87,7 +89,8 @@ def write_json(results: list[NotebookResult], path: Path, reference: str, candid
 
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 70em; margin: 2em auto; padding: 0 1em; color: #222 }
-table { border-collapse: collapse; width: 100% } td, th { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top }
+table { border-collapse: collapse; width: 100% }
+td, th { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top }
 th { background: #f3f3f3; text-align: left } .behaviour { background: #fdecea } .version-report { color: #666 }
 pre { margin: 0; white-space: pre-wrap; font-size: 85% } .del { color: #a00 } .add { color: #070 }
 details { margin: .2em 0 }
@@ -108,8 +111,10 @@ def write_html(results: list[NotebookResult], path: Path, reference: str, candid
     rows = []
     for change in _ordered(results):
         rows.append(
-            f'<tr class="{change.kind.value}"><td>{change.kind.value}<br><small>{html.escape(change.reason)}</small></td>'
-            f"<td>{html.escape(change.notebook)}<br><small>cell {change.cell} · id {html.escape(change.cell_id)}</small></td>"
+            f'<tr class="{change.kind.value}"><td>{change.kind.value}'
+            f"<br><small>{html.escape(change.reason)}</small></td>"
+            f"<td>{html.escape(change.notebook)}"
+            f"<br><small>cell {change.cell} · id {html.escape(change.cell_id)}</small></td>"
             f"<td><details><summary>cell source</summary><pre>{html.escape(change.source)}</pre></details>"
             f"{_diff_html(change.diff)}</td></tr>")
     for r in results:
