@@ -128,25 +128,17 @@ def cmd_run(args) -> int:
     summary.append(("HTML pages", f"{len(executed)} + index", str(index.relative_to(ROOT))))
 
     failed = ok != len(lessons)
-    try:
-        from course_grader.release import release_all
-    except ImportError:
-        summary.append(("exercises", "release step not available yet", ""))
-    else:
-        print("[3/5] regenerating exercises/ from solutions/", flush=True)
-        written = release_all(ROOT / "solutions", ROOT / "exercises")
-        summary.append(("exercises regenerated", str(len(written)), "exercises/"))
+    from course_grader.orchestrate import grade_samples
+    from course_grader.release import release_all
 
-    try:
-        from course_grader.orchestrate import grade_samples
-        from course_grader.samples import make_samples  # noqa: F401  (the sample maker, needed below)
-    except ImportError:
-        summary.append(("grading", "grader not available yet", ""))
-    else:
-        print("[4/5] grading the bundled sample submissions", flush=True)
-        line, grader_ok = grade_samples(BUILD / "samples-grading", jobs=args.jobs)
-        summary.append(("sample grading", line, "build/samples-grading/"))
-        failed |= not grader_ok
+    print("[3/5] regenerating exercises/ from solutions/", flush=True)
+    written = release_all(ROOT / "solutions", ROOT / "exercises")
+    summary.append(("exercises regenerated", str(len(written)), "exercises/"))
+
+    print("[4/5] grading the bundled sample submissions", flush=True)
+    line, grader_ok = grade_samples(BUILD / "samples-grading", jobs=args.jobs)
+    summary.append(("sample grading", line, "build/samples-grading/"))
+    failed |= not grader_ok
 
     print("[5/5] building the course site from the stored outputs, with the tlparse report", flush=True)
     from .site.build import build_site
