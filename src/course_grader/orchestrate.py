@@ -462,6 +462,9 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 todo.append(_Job(cand, ld, ex, key, ignored))
 
         if todo:
+            # A hidden folder must exist before the host starts: one created later (build/ by a
+            # `make course` beside this run) would not be covered inside the sandbox.
+            BUILD.mkdir(parents=True, exist_ok=True)
             hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
             with ExitStack() as stack:
                 compile_cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
