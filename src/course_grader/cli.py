@@ -1,6 +1,7 @@
 """``course grade``: grade a folder of submissions, import a review sheet, or clear a flag.
 
   course grade DIR [--exercise exNN] [--jobs N] [--out OUT] [--gradebook PATH]
+               [--scheduler ADDRESS | --cluster local:N]
   course grade --import-review SHEET.csv --out OUT [--gradebook PATH]
   course grade --clear-flag ATTEMPT --reason "..." --out OUT [--gradebook PATH]
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
@@ -39,6 +41,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-per-cell", type=int,
                    help="CPU seconds per cell or measuring request (default: the sandbox's)")
     p.add_argument("--no-progress", action="store_true")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on the workers of this Dask scheduler (tcp://host:8786); see docs/grading.md")
+    where.add_argument("--cluster", metavar="local:N",
+                       help="start a Dask LocalCluster of N worker processes here for this run")
     return p
 
 
@@ -92,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         print("course grade: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.cluster is not None:
+        n = args.cluster.removeprefix("local:")
+        if not args.cluster.startswith("local:") or not n.isdigit() or int(n) < 1:
+            print(f"course grade: --cluster takes local:N (N workers), not {args.cluster!r}", file=sys.stderr)
+            return 2
 
     from .gradebook import Gradebook
     from .orchestrate import GraderError, grade_class
@@ -102,8 +114,16 @@ def main(argv: list[str] | None = None) -> int:
 
         limits = Limits.scaled(args.cpu_per_cell)
     try:
-        report = grade_class(args.submissions, out, gradebook=gradebook, solutions=args.solutions,
-                             exercise=args.exercise, jobs=args.jobs, limits=limits, progress=not args.no_progress)
+        with ExitStack() as stack:
+            executor = None
+            if args.scheduler or args.cluster:   # only then is Dask imported
+                from .cluster import DaskExecutor, local_cluster
+
+                address = args.scheduler or stack.enter_context(local_cluster(int(args.cluster[len("local:"):])))
+                executor = DaskExecutor(address)
+            report = grade_class(args.submissions, out, gradebook=gradebook, solutions=args.solutions,
+                                 exercise=args.exercise, jobs=args.jobs, limits=limits,
+                                 progress=not args.no_progress, executor=executor)
     except GraderError as exc:
         print(f"grader fault: {exc}", file=sys.stderr)
         return 1

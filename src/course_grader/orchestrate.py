@@ -410,12 +410,14 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 solutions: Path = SOLUTIONS, exercise: str | None = None, jobs: int = 1, limits=None,
                 progress: bool = True, warm: bool = True, max_file_bytes: int = MAX_FILE_BYTES,
                 host_factory: Callable | None = None, verdict_for: Callable | None = None,
-                title: str | None = None) -> ClassReport:
+                title: str | None = None, executor=None) -> ClassReport:
     """Grade every submission in ``submissions_dir``; results go to ``out_dir`` only.
 
     ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
     exist for tests; by default they are the sandbox's ``GradingHost`` and
-    ``course_grader.exercises.<exNN>``. Raises ``GraderError`` when nothing can be graded
+    ``course_grader.exercises.<exNN>``. ``executor`` (``course_grader.cluster.DaskExecutor``)
+    grades on a cluster's workers instead of here; discovery, the gradebook, feedback and CSV
+    stay in this process either way. Raises ``GraderError`` when nothing can be graded
     correctly (solutions unreadable, a model answer short of full marks)."""
     t0 = time.perf_counter()
     subs = Path(submissions_dir)
@@ -466,18 +468,24 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
             # `make course` beside this run) would not be covered inside the sandbox.
             BUILD.mkdir(parents=True, exist_ok=True)
             hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
-            with ExitStack() as stack:
-                compile_cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
-                if compile_cache is not None:
-                    stack.callback(shutil.rmtree, compile_cache, True)
-                host = stack.enter_context(host_factory(hide, compile_cache, limits))
-                cache = ReplyCache()
-                if warm:
-                    w0 = time.perf_counter()
-                    _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache, jobs)
-                    report.warm_s = time.perf_counter() - w0
-                _grade_jobs(todo, host, verdict_for, jobs, progress, book, report, cache)
-                report.cached_replies = cache.hits
+            if executor is not None:
+                # each worker holds its own host and warm cache; attempts come back here to be recorded
+                with executor.session(hide, limits, warm, progress, host_factory, verdict_for) as remote:
+                    _grade_jobs(todo, None, verdict_for, jobs, progress, book, report, None, remote)
+                report.warm_s, report.cached_replies = remote.warm_s, remote.cached_replies
+            else:
+                with ExitStack() as stack:
+                    compile_cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
+                    if compile_cache is not None:
+                        stack.callback(shutil.rmtree, compile_cache, True)
+                    host = stack.enter_context(host_factory(hide, compile_cache, limits))
+                    cache = ReplyCache()
+                    if warm:
+                        w0 = time.perf_counter()
+                        _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache, jobs)
+                        report.warm_s = time.perf_counter() - w0
+                    _grade_jobs(todo, host, verdict_for, jobs, progress, book, report, cache)
+                    report.cached_replies = cache.hits
 
         students = {cand.student for cand, _ in chosen}
         render_all(book, out_dir, exercise, students, title or f"Grades: {subs.resolve().name}")
@@ -520,7 +528,11 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
 
 
 def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, book: Gradebook,
-                report: ClassReport, cache: ReplyCache) -> None:
+                report: ClassReport, cache: ReplyCache, remote=None) -> None:
+    """Grade ``todo`` here (``host``, ``jobs`` threads) or, given ``remote`` (a cluster session), on
+    its workers: ``remote.first_pass(todo)`` yields ``(job, outcome)`` as jobs finish, ``outcome()``
+    returning what ``grade_submission`` returned there, and ``remote.alone(job)`` is a second run
+    with nothing else running. Either way attempts are recorded here, and only complete ones."""
     bar = None
     if progress:
         from tqdm import tqdm
@@ -552,23 +564,32 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
         except Exception as exc:  # noqa: BLE001 - a bug in the grader, not in the submission
             raise GraderError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        pending = {pool.submit(run, job, False): job for job in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                job = pending.pop(fut)
-                try:
-                    finish(job, fut.result())
-                except GraderError as exc:
-                    report.faults.append(f"{job.cand.rel}: grader fault: {exc}")
-                    if bar:
-                        bar.update(1)
+    if remote is not None:
+        for job, outcome in remote.first_pass(todo):
+            try:
+                finish(job, outcome())
+            except GraderError as exc:
+                report.faults.append(f"{job.cand.rel}: grader fault: {exc}")
+                if bar:
+                    bar.update(1)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            pending = {pool.submit(run, job, False): job for job in todo}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    job = pending.pop(fut)
+                    try:
+                        finish(job, fut.result())
+                    except GraderError as exc:
+                        report.faults.append(f"{job.cand.rel}: grader fault: {exc}")
+                        if bar:
+                            bar.update(1)
     # Second runs, one at a time, with nothing else running.
     for job in retry:
         report.retried.append(job.cand.rel)
         try:
-            finish(job, run(job, True))
+            finish(job, run(job, True) if remote is None else remote.alone(job))
         except GraderError as exc:
             report.faults.append(f"{job.cand.rel}: grader fault: {exc}")
             if bar:

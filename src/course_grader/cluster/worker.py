@@ -1,0 +1,240 @@
+"""The worker's side of cluster grading: one ``GradingHost`` per Dask worker process.
+
+A task is :func:`grade_task`: it grades one submission with ``orchestrate.grade_submission``,
+exactly as a thread of a local run does, and returns ``(attempt, timing, needs a second
+run)``. The sandbox host it uses is created on the first task of a run in this process, not
+at worker start, and is kept for the run's later tasks (``RunSpec.key``): its template, its
+uid lease and its compile cache in a private folder of this machine. Before the first
+submission of an exercise is graded here, that exercise's model answers are graded inside
+``host.warming()`` (``orchestrate._warm``), with no other submission running in this process,
+so that no student run ever sees the cache writable.
+
+The verdicts run in this process, the worker's, which never runs student code: the host
+forks every student run from its template, confined as in local grading. Nothing is recorded
+here; the client writes the gradebook.
+
+Not here: resilience. When this process dies, the scheduler gives its task to another worker
+and the host dies with it (the template exits when its control socket closes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import threading
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+PLUGIN_NAME = "course-grader-hosts"
+
+
+class _Closed(Exception):
+    """The host was released between finding it and using it: find the run's host again."""
+
+
+class WorkerSetupError(Exception):
+    """This worker cannot grade at all (its sandbox does not start, different grader code, model
+    answers short of full marks). The client stops the run: it is not any submission's fault."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a worker needs to set up a host the way ``grade_class`` would (sent with every task)."""
+
+    hide: tuple[str, ...]            # the client's instructor paths; the worker adds its own
+    limits: object                   # sandbox ``Limits``, or None for its defaults
+    warm: bool
+    progress: bool
+    grader_key: str                  # the client's; a worker with other grader code refuses to grade
+    host_factory: object = None      # None: the sandbox's GradingHost (tests pass a fake)
+    verdict_for: object = None       # None: course_grader.exercises.<exNN>
+    key: str = field(default="", compare=False)
+
+    def with_key(self) -> RunSpec:
+        import cloudpickle
+
+        digest = hashlib.sha256(cloudpickle.dumps((self.hide, self.limits, self.warm, self.grader_key,
+                                                   self.host_factory, self.verdict_for))).hexdigest()
+        return RunSpec(self.hide, self.limits, self.warm, self.progress, self.grader_key,
+                       self.host_factory, self.verdict_for, digest[:16])
+
+
+class _HostState:
+    """A host of one run in this process, the exercises warmed in it, and who is using it."""
+
+    def __init__(self, spec: RunSpec):
+        from ..orchestrate import ReplyCache, _default_host
+
+        self.spec = spec
+        self.stack = ExitStack()
+        self.cond = threading.Condition()
+        self.active: dict[int, str] = {}          # thread id -> submission being graded
+        self.warming = False
+        self.warmed: dict[tuple[str, str], str] = {}   # (exercise id, sha) -> "" or the warm-up failure
+        self.warm_s = 0.0
+        self.cache = ReplyCache()
+        self.closing = False
+        try:
+            scratch = Path(tempfile.mkdtemp(prefix="course-grader-worker-"))    # 0700
+            self.stack.callback(shutil.rmtree, scratch, True)
+            compile_cache = scratch / "compile-cache" if spec.warm else None
+            hide = [Path(p) for p in spec.hide] + [scratch, *_worker_folders()]
+            factory = spec.host_factory or _default_host
+            self.host = self.stack.enter_context(factory(hide, compile_cache, spec.limits))
+        except BaseException:
+            self.stack.close()
+            raise
+
+    @contextmanager
+    def grading(self, job):
+        """Hold the host for one submission; warm its exercise first if this process has not yet."""
+        ex = job.ex
+        need = (ex.id, ex.sha256)
+        warm_here = False
+        with self.cond:
+            while True:
+                if self.closing:
+                    raise _Closed
+                must_warm = self.spec.warm and bool(ex.tests) and need not in self.warmed
+                if self.warming or (must_warm and self.active):
+                    self.cond.wait()    # warming needs the host to itself
+                    continue
+                if must_warm:
+                    self.warming = warm_here = True
+                    break
+                if self.warmed.get(need):
+                    raise WorkerSetupError(self.warmed[need])
+                self.active[threading.get_ident()] = job.cand.rel
+                break
+        if warm_here:
+            self._warm(ex, need)
+            with self.grading(job):
+                yield
+            return
+        try:
+            yield
+        finally:
+            with self.cond:
+                del self.active[threading.get_ident()]
+                self.cond.notify_all()
+                done = self.closing and not self.active
+            if done:
+                self.stack.close()
+
+    def _warm(self, ex, need) -> None:
+        from ..orchestrate import GraderError, _verdict_module, _warm
+
+        start = time.perf_counter()
+        failure = ""
+        try:
+            _warm(self.host, [ex.id], {ex.id: ex}, self.spec.verdict_for or _verdict_module, self.spec.progress,
+                  self.cache, 1)
+        except GraderError as exc:
+            failure = str(exc)
+        except Exception as exc:  # noqa: BLE001 - the worker's sandbox failed before any student ran
+            failure = f"warming {ex.name} failed: {type(exc).__name__}: {str(exc)[:300]}"
+        finally:
+            with self.cond:
+                self.warm_s += time.perf_counter() - start
+                self.warmed[need] = failure or ""
+                self.warming = False
+                self.cond.notify_all()
+
+    def close_when_idle(self) -> None:
+        with self.cond:
+            self.closing = True
+            idle = not self.active and not self.warming
+        if idle:
+            self.stack.close()
+
+
+_HOSTS: dict[str, _HostState] = {}
+_LOCK = threading.Lock()
+
+
+def _worker_folders() -> list[Path]:
+    """This Dask worker's own scratch folder: no student run needs to see it."""
+    try:
+        from distributed import get_worker
+
+        return [Path(get_worker().local_directory)]
+    except (ImportError, ValueError):
+        return []
+
+
+def _host_for(spec: RunSpec) -> _HostState:
+    from .. import grader_key
+
+    if spec.grader_key != grader_key():
+        raise WorkerSetupError(f"this worker runs other grader code (grader key {grader_key()}, the client's "
+                               f"{spec.grader_key}): install the client's commit on every worker")
+    with _LOCK:
+        state = _HOSTS.get(spec.key)
+        if state is None:
+            # one run at a time per process: a host left by an earlier run (a killed client) goes
+            for old in list(_HOSTS):
+                _HOSTS.pop(old).close_when_idle()
+            try:
+                state = _HOSTS[spec.key] = _HostState(spec)
+            except Exception as exc:  # noqa: BLE001 - the sandbox of this worker does not start
+                raise WorkerSetupError(f"the sandbox did not start on this worker: {type(exc).__name__}: "
+                                       f"{str(exc)[:300]}") from None
+        return state
+
+
+def grade_task(spec: RunSpec, job, final: bool):
+    """One submission on this worker: what ``grade_submission`` returns (``final``: a second run, alone)."""
+    from ..orchestrate import GraderError, _verdict_module, grade_submission
+
+    while True:
+        state = _host_for(spec)
+        try:
+            with state.grading(job):
+                try:
+                    return grade_submission(job, state.host, spec.verdict_for or _verdict_module, final,
+                                            retried=final, cache=state.cache)
+                except GraderError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a bug in the grader, not the submission (as locally)
+                    raise GraderError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+        except _Closed:
+            continue
+
+
+def run_stats(key: str) -> dict:
+    """``{"warm_s", "cached_replies", "grading"}`` of run ``key`` in this process (for ``Client.run``)."""
+    state = _HOSTS.get(key)
+    if state is None:
+        return {"warm_s": 0.0, "cached_replies": 0, "grading": []}
+    with state.cond:
+        grading = [] if state.warming else sorted(state.active.values())
+    return {"warm_s": state.warm_s, "cached_replies": state.cache.hits, "grading": grading}
+
+
+def grading_now() -> list[str]:
+    """Submissions being graded in this process right now, warm-ups excluded (for ``Client.run``)."""
+    return sorted(rel for key in list(_HOSTS) for rel in run_stats(key)["grading"])
+
+
+def release(key: str | None = None) -> int:
+    """Close run ``key``'s host in this process (every host when None) once its tasks end."""
+    with _LOCK:
+        keys = [k for k in _HOSTS if key is None or k == key]
+        states = [_HOSTS.pop(k) for k in keys]
+    for state in states:
+        state.close_when_idle()
+    return len(states)
+
+
+class HostsPlugin(WorkerPlugin):
+    """Closes this worker's grading hosts when the worker closes."""
+
+    name = PLUGIN_NAME
+
+    def teardown(self, worker) -> None:
+        release()

@@ -1,0 +1,238 @@
+"""Grading on a Dask cluster (course_grader.cluster) against a real LocalCluster of worker processes.
+
+The class is a few bundled samples (tests/samples/submissions) of ex02 (measured with
+backend="eager": no inductor compile) and ex06 (no graded test), plus a file the grader
+rejects. Every real-sandbox test compares its gradebook with one local run's
+(``Gradebook.snapshot``: every row but the timings). Tests with a fake host (pickled by
+value to the workers) cover the retry-once rule and a worker that cannot set up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cloudpickle
+import distributed
+import psutil
+import pytest
+
+from course_grader.cluster import DaskExecutor
+from course_grader.cluster.worker import grading_now
+from course_grader.context import TestVerdict
+from course_grader.gradebook import Gradebook
+from course_grader.orchestrate import GraderError, check_expectations, grade_class
+from course_grader.sandbox import SandboxFault
+from course_grader.status import FaultKind
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "tests" / "samples" / "submissions"
+CLASS = ["correct__ex02_diagnose", "partial__ex02_diagnose", "unanswered__ex02_diagnose",
+         "adv-computed-answer__ex02_diagnose", "correct__ex06_check_understanding",
+         "bad-empty__ex01_capture_boundary"]
+GRADED = 5            # the rejected file is recorded before any task is sent
+WAIT_S = 600          # generous: a 2-core machine shared with other test runs
+
+
+def copy_class(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for name in CLASS:
+        shutil.copy(SAMPLES / f"{name}.ipynb", folder)
+    return folder
+
+
+def snapshot(report) -> dict:
+    with Gradebook(report.gradebook) as book:
+        return book.snapshot()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A LocalCluster of 2 worker processes, 1 thread each; yields (address, client)."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            distributed.Client(lc, set_as_default=False) as client:
+        yield lc.scheduler_address, client
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    """The class graded locally, --jobs 2: the reference every cluster run must equal."""
+    base = tmp_path_factory.mktemp("local")
+    report = grade_class(copy_class(base / "class"), base / "out", jobs=2, progress=False)
+    assert report.ok and len(report.graded) == GRADED + 1 and not report.retried
+    return snapshot(report)
+
+
+def worker_pids(client) -> dict[str, int]:
+    """Worker address -> pid, as the scheduler knows them."""
+    return client.run_on_scheduler(lambda dask_scheduler: {a: ws.pid for a, ws in dask_scheduler.workers.items()})
+
+
+def test_a_class_graded_on_the_cluster_equals_local_grading(tmp_path, cluster, local):
+    address, _ = cluster
+    report = grade_class(copy_class(tmp_path / "class"), tmp_path / "out", progress=False,
+                         executor=DaskExecutor(address))
+    assert report.ok and len(report.graded) == GRADED + 1 and not report.retried
+    assert snapshot(report) == local
+    expected = json.loads((SAMPLES / "expected.json").read_text())
+    with Gradebook(report.gradebook) as book:
+        assert check_expectations(book, {f"{n}.ipynb": expected[f"{n}.ipynb"] for n in CLASS}) == []
+    assert report.warm_s > 0                          # each worker warmed ex02 before grading it
+    assert (report.out_dir / "grades.csv").read_text().count("\n") == len(CLASS) + 1
+    assert (report.out_dir / "feedback" / "index.html").is_file()
+
+
+def test_a_worker_killed_mid_task_loses_nothing_and_grades_nothing_twice(tmp_path, cluster, local):
+    address, client = cluster
+    box = {}
+
+    def grade():
+        box["report"] = grade_class(copy_class(tmp_path / "class"), tmp_path / "out", progress=False,
+                                    executor=DaskExecutor(address))
+
+    runner = threading.Thread(target=grade)
+    runner.start()
+    deadline = time.monotonic() + WAIT_S
+    victim = None
+    while victim is None and runner.is_alive() and time.monotonic() < deadline:
+        busy = client.run(grading_now)
+        victim = next((addr for addr, rels in busy.items() if rels), None)
+        time.sleep(0.1)
+    assert victim is not None, "no worker was ever seen grading"
+    doomed = psutil.Process(worker_pids(client)[victim])
+    tree = [doomed, *doomed.children(recursive=True)]     # its sandbox template and runs
+    os.kill(doomed.pid, signal.SIGKILL)
+    suspicious = {}
+    while not suspicious and time.monotonic() < deadline:  # the scheduler saw its task die with it
+        suspicious = client.run_on_scheduler(lambda dask_scheduler: {
+            k: ts.suspicious for k, ts in dask_scheduler.tasks.items() if ts.suspicious})
+        time.sleep(0.1)
+    runner.join(WAIT_S)
+    report = box["report"]
+    assert suspicious, "the killed worker held no task"
+    assert report.ok and not report.retried               # a lost worker is not a try of the submission
+    assert len(report.graded) == GRADED + 1
+    assert snapshot(report) == local                      # each row once, equal to local grading
+    gone = psutil.wait_procs(tree, timeout=30)[1]
+    assert gone == [], f"processes of the killed worker still alive: {gone}"
+
+
+def recorded(gradebook: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{gradebook}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT count(*) FROM attempts WHERE status != 'rejected'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_killed_client_resumes_from_its_gradebook(tmp_path, cluster, local):
+    address, _ = cluster
+    subs, out = copy_class(tmp_path / "class"), tmp_path / "out"
+    cmd = [sys.executable, "-m", "compile_course.cli", "grade", str(subs), "--out", str(out),
+           "--scheduler", address, "--no-progress"]
+    client_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + WAIT_S
+    while recorded(out / "gradebook.sqlite") < 1 and client_proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    client_proc.send_signal(signal.SIGKILL)
+    client_proc.wait()
+    done = recorded(out / "gradebook.sqlite")
+    assert 1 <= done < GRADED, f"the client was not killed mid-run ({done} of {GRADED} recorded)"
+
+    report = grade_class(subs, out, progress=False, executor=DaskExecutor(address))
+    assert report.ok and len(report.graded) == GRADED - done and report.skipped == done + 1
+    assert snapshot(report) == local
+
+
+def test_without_the_option_grading_never_imports_dask(tmp_path):
+    subs = tmp_path / "class"
+    subs.mkdir()
+    for name in ("correct__ex06_check_understanding", "bad-empty__ex01_capture_boundary"):
+        shutil.copy(SAMPLES / f"{name}.ipynb", subs)
+    probe = ("import json, sys\nfrom course_grader.cli import main\n"
+             f"rc = main([{str(subs)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
+             "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed') "
+             "or m.startswith('course_grader.cluster'))]))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=WAIT_S)
+    rc, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rc == 0 and loaded == [], done.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- fake hosts, pickled to the workers
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class FlakyHost:
+    """Built on the worker. ``measure`` fails with ``kind`` outside warm-up, ``fail_first`` times per process."""
+
+    calls = 0
+
+    def __init__(self, kind: str, fail_first: int):
+        self.kind, self.fail_first, self.warm = FaultKind(kind), fail_first, False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def notebook_kernel(self):
+        raise SandboxFault(FaultKind.GRADER, "no kernels in this test")
+
+    def warming(self):
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def measure(self, harness, entry, payload):
+        FlakyHost.calls += 1
+        if FlakyHost.calls <= self.fail_first:
+            raise SandboxFault(self.kind, "your code used 60 s of CPU in the measurement")
+        return {"ok": True}
+
+
+def measuring_verdicts(ex):
+    def grade(ctx):
+        try:
+            ok, msg = ctx.measure("probe", {})["ok"], ""
+        except SandboxFault as fault:
+            ok, msg = False, str(fault)
+        return [TestVerdict(t.course_id, ok, msg) for t in ex.tests]
+
+    return grade, ex.id
+
+
+def test_on_the_cluster_a_timeout_is_rerun_once_alone(tmp_path, submission, cluster):
+    address, _ = cluster
+    for s in ("ida", "jon", "kai"):
+        submission(s, "ex01")
+    report = grade_class(tmp_path / "subs", tmp_path / "out", progress=False, warm=False,
+                         executor=DaskExecutor(address), verdict_for=measuring_verdicts,
+                         host_factory=lambda *a: FlakyHost("cpu-time", 10**6))
+    assert sorted(report.retried) == sorted(p.name for p in (tmp_path / "subs").iterdir())   # each once
+    with Gradebook(report.gradebook) as book:
+        rows = book.current()
+    assert len(rows) == 3 and all(r["auto_score"] == 0 and "second run, alone" in r["reason"] for r in rows)
+
+
+def test_a_worker_that_cannot_set_up_stops_the_run(tmp_path, submission, cluster):
+    address, _ = cluster
+    submission("lou", "ex01")
+
+    def no_sandbox(*a):
+        raise OSError("no user namespaces here")
+
+    with pytest.raises(GraderError, match="a worker cannot grade: the sandbox did not start"):
+        grade_class(tmp_path / "subs", tmp_path / "out", progress=False, warm=False,
+                    executor=DaskExecutor(address), host_factory=no_sandbox, verdict_for=measuring_verdicts)
+    with Gradebook(tmp_path / "out" / "gradebook.sqlite") as book:
+        assert book.current() == []
