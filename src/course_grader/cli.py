@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in report.retried:
         print(f"re-run alone after a timeout or a dead process: {line}")
     print(f"graded {len(report.graded)}, unchanged (skipped) {report.skipped}, grader faults {len(report.faults)}"
-          f"  ({report.total_s:.1f} s, compile cache warmed in {report.warm_s:.1f} s)")
+          f"  ({report.total_s:.1f} s, compile cache warmed in {report.warm_s:.1f} s"
+          f"{', starting from the stored one' if report.cache_reused else ''})")
     print(f"gradebook: {report.gradebook}\ngrades:    {out / 'grades.csv'}\nreview:    {out / 'review.csv'}\n"
           f"feedback:  {out / 'feedback' / 'index.html'}")
     for fault in report.faults:

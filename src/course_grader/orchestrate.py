@@ -32,7 +32,6 @@ import importlib
 import json
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -44,7 +43,7 @@ from typing import Any
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
 
-from . import grader_key
+from . import cache_store, grader_key
 from .discover import Candidate, choose, discover
 from .export import export_grades, export_review
 from .feedback import render_all
@@ -94,6 +93,7 @@ class ClassReport:
     retried: list[str] = field(default_factory=list)
     timings: list[Timing] = field(default_factory=list)
     warm_s: float = 0.0
+    cache_reused: bool = False  # the warm-up started from the stored cache of an identical earlier run
     total_s: float = 0.0
     cached_replies: int = 0                                 # measuring requests answered from this run's cache
 
@@ -475,8 +475,10 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 report.warm_s, report.cached_replies = remote.warm_s, remote.cached_replies
             else:
                 with ExitStack() as stack:
-                    compile_cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=out_dir)) if warm else None
-                    if compile_cache is not None:
+                    compile_cache = cache_key = None
+                    if warm:  # start from the last run's warm-up when torch, grader and exercises are the same
+                        cache_key = cache_store.cache_key({e.id: e.sha256 for e in exercises.values()}, grader_key())
+                        compile_cache, report.cache_reused = cache_store.prepare(out_dir, cache_key)
                         stack.callback(shutil.rmtree, compile_cache, True)
                     host = stack.enter_context(host_factory(hide, compile_cache, limits))
                     cache = ReplyCache()
@@ -484,6 +486,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                         w0 = time.perf_counter()
                         _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache, jobs)
                         report.warm_s = time.perf_counter() - w0
+                        cache_store.publish(compile_cache, cache_key)  # model answers only: no student code ran yet
                     _grade_jobs(todo, host, verdict_for, jobs, progress, book, report, cache)
                     report.cached_replies = cache.hits
 
