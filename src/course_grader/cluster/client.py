@@ -28,9 +28,10 @@ from pathlib import Path
 from distributed import Client, as_completed
 from distributed.client import FutureCancelledError
 
-from .worker import PLUGIN_NAME, HostsPlugin, RunSpec, WorkerSetupError, grade_task, release, run_stats
+from .worker import PLUGIN_NAME, HostsPlugin, RunSpec, WorkerSetupError, grade_task, prepare_task, release, run_stats
 
 CONNECT_TIMEOUT_S = 60
+PREPARE_PRIORITY = 100      # a worker warms up before it grades (Dask runs higher priorities first)
 
 
 def _killed_worker_type():
@@ -51,7 +52,16 @@ class ClusterSession:
         # deterministic: a task already queued for the same run and submission is reused, never doubled
         return f"course-grade-{self.spec.key}-{job.key[:24]}-{'alone' if final else 'first'}"
 
+    def _prepare(self, todo) -> list:
+        """One ``prepare_task`` per worker now in the cluster, ahead of any submission: each starts its
+        host and warms it with every exercise of the run, two at a time, as ``grade_class`` does."""
+        exercises = list({job.ex.id: job.ex for job in todo}.values())
+        return [self.client.submit(prepare_task, self.spec, exercises, workers=[address], allow_other_workers=False,
+                                   priority=PREPARE_PRIORITY, key=f"course-prepare-{self.spec.key}-{n}-{address}")
+                for n, address in enumerate(sorted(self.client.nthreads()))]
+
     def first_pass(self, todo) -> Iterator[tuple[object, object]]:
+        prepared = self._prepare(todo)      # kept until the first pass ends: a released future is cancelled
         futures = {self.client.submit(grade_task, self.spec, job, False, key=self._key(job, False)): job
                    for job in todo}
         try:
@@ -60,7 +70,7 @@ class ClusterSession:
                 self._stop_on_setup_error(fut)
                 yield job, self._outcome(fut)
         finally:
-            for fut in futures:      # left only when the run stops early
+            for fut in [*futures, *prepared]:      # grading futures are left only when the run stops early
                 fut.cancel()
 
     def alone(self, job):

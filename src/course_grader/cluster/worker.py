@@ -4,10 +4,11 @@ A task is :func:`grade_task`: it grades one submission with ``orchestrate.grade_
 exactly as a thread of a local run does, and returns ``(attempt, timing, needs a second
 run)``. The sandbox host it uses is created on the first task of a run in this process, not
 at worker start, and is kept for the run's later tasks (``RunSpec.key``): its template, its
-uid lease and its compile cache in a private folder of this machine. Before the first
-submission of an exercise is graded here, that exercise's model answers are graded inside
-``host.warming()`` (``orchestrate._warm``), with no other submission running in this process,
-so that no student run ever sees the cache writable.
+uid lease and its compile cache in a private folder of this machine. The client sends each
+worker a :func:`prepare_task` first, which grades the model answers of every exercise of the
+run inside ``host.warming()`` (``orchestrate._warm``); a worker that joins later warms an
+exercise before its first submission of it. Warming waits until no submission is being graded
+in this process and holds off new ones, so that no student run ever sees the cache writable.
 
 The verdicts run in this process, the worker's, which never runs student code: the host
 forks every student run from its template, confined as in local grading. Nothing is recorded
@@ -78,78 +79,91 @@ class _HostState:
         self.warmed: dict[tuple[str, str], str] = {}   # (exercise id, sha) -> "" or the warm-up failure
         self.warm_s = 0.0
         self.cache = ReplyCache()
-        self.closing = False
+        self.closing = self.closed = False
         try:
-            scratch = Path(tempfile.mkdtemp(prefix="course-grader-worker-"))    # 0700
+            # 0700, inside the Dask worker's own folder when there is one: Dask deletes that folder
+            # when the worker closes, and purges it on the next start if the worker was killed
+            worker_dir = _worker_folder()
+            scratch = Path(tempfile.mkdtemp(prefix="course-grader-", dir=worker_dir))
             self.stack.callback(shutil.rmtree, scratch, True)
             compile_cache = scratch / "compile-cache" if spec.warm else None
-            hide = [Path(p) for p in spec.hide] + [scratch, *_worker_folders()]
+            hide = [Path(p) for p in spec.hide] + [scratch] + ([Path(worker_dir)] if worker_dir else [])
             factory = spec.host_factory or _default_host
             self.host = self.stack.enter_context(factory(hide, compile_cache, spec.limits))
         except BaseException:
             self.stack.close()
             raise
 
-    @contextmanager
-    def grading(self, job):
-        """Hold the host for one submission; warm its exercise first if this process has not yet."""
-        ex = job.ex
-        need = (ex.id, ex.sha256)
-        warm_here = False
+    def warm(self, exercises) -> None:
+        """Grade, with the host to itself, the model answers of each of ``exercises`` not warmed here
+        yet (two at a time, as ``grade_class`` does). Raises ``WorkerSetupError`` if one fails."""
+        if not self.spec.warm:
+            return
         with self.cond:
             while True:
                 if self.closing:
                     raise _Closed
-                must_warm = self.spec.warm and bool(ex.tests) and need not in self.warmed
-                if self.warming or (must_warm and self.active):
-                    self.cond.wait()    # warming needs the host to itself
-                    continue
-                if must_warm:
-                    self.warming = warm_here = True
+                todo = [ex for ex in exercises if ex.tests and (ex.id, ex.sha256) not in self.warmed]
+                if not todo or not (self.warming or self.active):
                     break
-                if self.warmed.get(need):
-                    raise WorkerSetupError(self.warmed[need])
-                self.active[threading.get_ident()] = job.cand.rel
-                break
-        if warm_here:
-            self._warm(ex, need)
-            with self.grading(job):
-                yield
-            return
+                self.cond.wait()    # warming needs the host to itself: no student run may see the cache writable
+            if todo:
+                self.warming = True
+        if todo:
+            self._warm(todo)
+        failed = [self.warmed[(ex.id, ex.sha256)] for ex in exercises if self.warmed.get((ex.id, ex.sha256))]
+        if failed:
+            raise WorkerSetupError(failed[0])
+
+    @contextmanager
+    def grading(self, job):
+        """Hold the host for one submission, its exercise warmed first."""
+        self.warm([job.ex])
+        with self.cond:
+            while self.warming:
+                self.cond.wait()
+            if self.closing:
+                raise _Closed
+            self.active[threading.get_ident()] = job.cand.rel
         try:
             yield
         finally:
             with self.cond:
                 del self.active[threading.get_ident()]
                 self.cond.notify_all()
-                done = self.closing and not self.active
-            if done:
-                self.stack.close()
+            self._close_if_released()
 
-    def _warm(self, ex, need) -> None:
+    def _warm(self, todo) -> None:
         from ..orchestrate import GraderError, _verdict_module, _warm
 
         start = time.perf_counter()
         failure = ""
         try:
-            _warm(self.host, [ex.id], {ex.id: ex}, self.spec.verdict_for or _verdict_module, self.spec.progress,
-                  self.cache, 1)
+            _warm(self.host, [ex.id for ex in todo], {ex.id: ex for ex in todo},
+                  self.spec.verdict_for or _verdict_module, self.spec.progress, self.cache, 1)
         except GraderError as exc:
             failure = str(exc)
         except Exception as exc:  # noqa: BLE001 - the worker's sandbox failed before any student ran
-            failure = f"warming {ex.name} failed: {type(exc).__name__}: {str(exc)[:300]}"
+            failure = f"warming the compile cache failed: {type(exc).__name__}: {str(exc)[:300]}"
         finally:
             with self.cond:
                 self.warm_s += time.perf_counter() - start
-                self.warmed[need] = failure or ""
+                for ex in todo:
+                    self.warmed[(ex.id, ex.sha256)] = failure
                 self.warming = False
                 self.cond.notify_all()
+            self._close_if_released()
 
     def close_when_idle(self) -> None:
         with self.cond:
             self.closing = True
-            idle = not self.active and not self.warming
-        if idle:
+        self._close_if_released()
+
+    def _close_if_released(self) -> None:
+        with self.cond:
+            done = self.closing and not self.active and not self.warming and not self.closed
+            self.closed = self.closed or done
+        if done:
             self.stack.close()
 
 
@@ -157,14 +171,14 @@ _HOSTS: dict[str, _HostState] = {}
 _LOCK = threading.Lock()
 
 
-def _worker_folders() -> list[Path]:
-    """This Dask worker's own scratch folder: no student run needs to see it."""
+def _worker_folder() -> str | None:
+    """This Dask worker's own scratch folder (no student run needs to see it); None outside a worker."""
     try:
         from distributed import get_worker
 
-        return [Path(get_worker().local_directory)]
-    except (ImportError, ValueError):
-        return []
+        return get_worker().local_directory
+    except ValueError:
+        return None
 
 
 def _host_for(spec: RunSpec) -> _HostState:
@@ -202,6 +216,18 @@ def grade_task(spec: RunSpec, job, final: bool):
                     raise
                 except Exception as exc:  # noqa: BLE001 - a bug in the grader, not the submission (as locally)
                     raise GraderError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+        except _Closed:
+            continue
+
+
+def prepare_task(spec: RunSpec, exercises: list) -> float:
+    """Start this worker's host for the run and warm it with the model answers of ``exercises``,
+    before its first submission (as ``grade_class`` warms before grading). Returns the warm-up s."""
+    while True:
+        state = _host_for(spec)
+        try:
+            state.warm(exercises)
+            return state.warm_s
         except _Closed:
             continue
 
