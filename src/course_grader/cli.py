@@ -41,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-per-cell", type=int,
                    help="CPU seconds per cell or measuring request (default: the sandbox's)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--unconfined", action="store_true",
+                   help="grade without root, in a weaker sandbox (students' code runs as you: see docs/sandbox.md)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="grade on the workers of this Dask scheduler (tcp://host:8786); see docs/grading.md")
@@ -123,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 executor = DaskExecutor(address)
             report = grade_class(args.submissions, out, gradebook=gradebook, solutions=args.solutions,
                                  exercise=args.exercise, jobs=args.jobs, limits=limits,
-                                 progress=not args.no_progress, executor=executor)
+                                 progress=not args.no_progress, executor=executor, unconfined=args.unconfined)
     except GraderError as exc:
         print(f"grader fault: {exc}", file=sys.stderr)
         return 1
@@ -139,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"problem: {line}")
     for line in report.retried:
         print(f"re-run alone after a timeout or a dead process: {line}")
+    for line in report.sandbox_notices:
+        print(f"sandbox: {line}")
     print(f"graded {len(report.graded)}, unchanged (skipped) {report.skipped}, grader faults {len(report.faults)}"
           f"  ({report.total_s:.1f} s, compile cache warmed in {report.warm_s:.1f} s"
           f"{', starting from the stored one' if report.cache_reused else ''})")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shutil
 import sys
 import threading
@@ -93,6 +94,7 @@ class ClassReport:
     retried: list[str] = field(default_factory=list)
     timings: list[Timing] = field(default_factory=list)
     warm_s: float = 0.0
+    sandbox_notices: list[str] = field(default_factory=list)  # what the sandbox could not set up
     cache_reused: bool = False  # the warm-up started from the stored cache of an identical earlier run
     total_s: float = 0.0
     cached_replies: int = 0                                 # measuring requests answered from this run's cache
@@ -410,7 +412,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 solutions: Path = SOLUTIONS, exercise: str | None = None, jobs: int = 1, limits=None,
                 progress: bool = True, warm: bool = True, max_file_bytes: int = MAX_FILE_BYTES,
                 host_factory: Callable | None = None, verdict_for: Callable | None = None,
-                title: str | None = None, executor=None) -> ClassReport:
+                title: str | None = None, executor=None, unconfined: bool = False) -> ClassReport:
     """Grade every submission in ``submissions_dir``; results go to ``out_dir`` only.
 
     ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
@@ -433,6 +435,11 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     if exercise and exercise not in exercises:
         raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
     verdict_for = verdict_for or _verdict_module
+    if host_factory is None and os.geteuid() != 0 and not unconfined:
+        raise GraderError("grading needs root: the sandbox runs each submission under its own uid, in its own "
+                          "namespaces, with the hidden tests and this run's output out of sight. Run it as root, or "
+                          "grade anyway with --unconfined, where students' code could read the hidden tests and "
+                          "write this run's output folder (docs/sandbox.md, \"Without root\")")
     host_factory = host_factory or _default_host
     report = ClassReport(out_dir, gradebook)
 
@@ -481,6 +488,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                         compile_cache, report.cache_reused = cache_store.prepare(out_dir, cache_key)
                         stack.callback(shutil.rmtree, compile_cache, True)
                     host = stack.enter_context(host_factory(hide, compile_cache, limits))
+                    report.sandbox_notices = list(getattr(host, "notices", []))
                     cache = ReplyCache()
                     if warm:
                         w0 = time.perf_counter()

@@ -215,3 +215,22 @@ def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stu
     out = tmp_path / "samples-grading"
     assert (out / "submissions" / "expected.json").is_file() and (out / "grades.csv").is_file()
     assert (out / "feedback" / "index.html").is_file() and not list(tmp_path.glob("*.csv"))
+
+
+def test_without_root_grading_refuses_unless_told_to_run_unconfined(tmp_path, submission, monkeypatch):
+    import course_grader.orchestrate as orchestrate
+
+    submission("ann", "ex02")
+    monkeypatch.setattr(orchestrate.os, "geteuid", lambda: 1000)
+    with pytest.raises(GraderError, match="grading needs root.*--unconfined"):
+        grade_class(tmp_path / "subs", tmp_path / "out", progress=False)
+    assert not (tmp_path / "out" / "gradebook.sqlite").exists()
+
+
+def test_the_sandbox_notices_reach_the_report(tmp_path, submission, grade_fake, fake_host):
+    class Host(fake_host):
+        notices = ["no writable memory cgroup: the address-space rlimit is used instead"]
+
+    submission("ann", "ex02")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", host_factory=lambda *a: Host())
+    assert report.sandbox_notices == Host.notices

@@ -70,6 +70,21 @@ def harness_dir() -> Path:
     return _checkout() / "src" / "course_grader" / "harness"
 
 
+
+# Notices of a run, as root, that mean part of its confinement is missing (a namespace, a
+# hidden folder, a private /tmp). Grading must not go on with them. Without root the whole
+# sandbox is weaker by design, and grade_class refuses unless told to grade unconfined.
+WEAKENING = ("no mount namespace", "no PID namespace", "no network namespace", "no IPC namespace",
+             "could not hide", "could not make", "could not cover")
+
+
+def weakened(notices: list[str]) -> list[str]:
+    """The notices that weaken confinement, when running as root (see ``WEAKENING``)."""
+    if os.geteuid() != 0:
+        return []
+    return [n for n in notices if n.startswith(WEAKENING)]
+
+
 class SandboxFault(Exception):
     """A run produced no answer. ``kind.student_fault`` says whose fault; ``detail`` is for the student."""
 
@@ -248,6 +263,9 @@ class Run:
             line = self.chan_reader.next_line()
             if line is not None:
                 protocol.decode(line, Ready, self.spawn_nonce)
+                weak = weakened(self.notices)
+                if weak:   # fail closed: no student code runs with part of its confinement missing
+                    raise SandboxFault(FaultKind.GRADER, f"the sandbox is weaker than required: {'; '.join(weak)}")
                 return
             if self.init_pid == 0 and self.notices and any(n.startswith("confinement failed") for n in self.notices):
                 raise SandboxFault(FaultKind.GRADER, f"the sandbox could not be set up: {self.notices[-1]}")

@@ -97,3 +97,14 @@ def test_line_reader_splits_lines_and_sees_eof():
     assert reader.read_line() == b'{"b":2}'
     assert reader.read_line() is None
     os.close(r)
+
+
+def test_notices_that_weaken_confinement_are_told_apart(monkeypatch):
+    from course_grader.sandbox import host
+
+    notices = ["no mount namespace (Operation not permitted)", "could not hide /srv/solutions: EPERM",
+               "compile cache not shared (EINVAL): this run compiles cold", "could not make /tmp private: EPERM"]
+    monkeypatch.setattr(host.os, "geteuid", lambda: 0)
+    assert host.weakened(notices) == [notices[0], notices[1], notices[3]]
+    monkeypatch.setattr(host.os, "geteuid", lambda: 1000)     # without root the grade_class policy decides
+    assert host.weakened(notices) == []
