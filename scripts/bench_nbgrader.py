@@ -270,11 +270,11 @@ def main(argv=None) -> int:
             graded_s = max(ours_wall - report.warm_s, 1e-9)
             print(f"workers={workers}: nbgrader {len(samples)} in {nbg_wall:6.1f} s = {nbg_rate:5.1f}/min "
                   f"({len(grades)} graded) | ours {ours_wall:6.1f} s = {ours_rate:5.1f}/min "
-                  f"(sandbox start + warm cache {report.warm_s:.1f} s"
+                  f"(warm-up with the model answers {report.warm_s:.1f} s"
                   f"{', from the stored cache' if report.cache_reused else ', cold'}; "
                   f"{len(report.graded)} graded, {len(report.faults)} grader faults) | "
                   f"ours / nbgrader = {ours_rate / nbg_rate:.2f} "
-                  f"(after the fixed set-up: {nbg_wall / graded_s:.2f})", flush=True)
+                  f"(leaving out the warm-up: {nbg_wall / graded_s:.2f})", flush=True)
             for fault in report.faults:
                 print(f"  our grader fault: {fault}")
         print("\nratio ours / nbgrader (submissions per minute):")
