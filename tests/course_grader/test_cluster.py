@@ -25,8 +25,9 @@ import distributed
 import psutil
 import pytest
 
+from course_grader import grader_key
 from course_grader.cluster import DaskExecutor
-from course_grader.cluster.worker import grading_now
+from course_grader.cluster.worker import RunSpec, WorkerSetupError, _host_for, grading_now, runtime
 from course_grader.context import TestVerdict
 from course_grader.gradebook import Gradebook
 from course_grader.orchestrate import GraderError, check_expectations, grade_class
@@ -111,7 +112,7 @@ def test_a_worker_killed_mid_task_loses_nothing_and_grades_nothing_twice(tmp_pat
     tree = [doomed, *doomed.children(recursive=True)]     # its sandbox template and runs
     os.kill(doomed.pid, signal.SIGKILL)
     suspicious = {}
-    while not suspicious and time.monotonic() < deadline:  # the scheduler saw its task die with it
+    while not suspicious and runner.is_alive() and time.monotonic() < deadline:  # its task died with it
         suspicious = client.run_on_scheduler(lambda dask_scheduler: {
             k: ts.suspicious for k, ts in dask_scheduler.tasks.items() if ts.suspicious})
         time.sleep(0.1)
@@ -236,3 +237,13 @@ def test_a_worker_that_cannot_set_up_stops_the_run(tmp_path, submission, cluster
                     executor=DaskExecutor(address), host_factory=no_sandbox, verdict_for=measuring_verdicts)
     with Gradebook(tmp_path / "out" / "gradebook.sqlite") as book:
         assert book.current() == []
+
+
+@pytest.mark.parametrize("key, env, problem", [
+    ("2+0000000000000000", None, "other grader code"),
+    (None, "Python 3.11.0, torch 2.13.0", "install the pinned requirements"),
+])
+def test_a_worker_with_other_code_or_other_torch_refuses_to_grade(key, env, problem):
+    spec = RunSpec(("/nonexistent",), None, False, False, key or grader_key(), env or runtime()).with_key()
+    with pytest.raises(WorkerSetupError, match=problem):
+        _host_for(spec)

@@ -21,11 +21,11 @@ __all__ = ["ClusterSession", "DaskExecutor", "RunSpec", "WorkerSetupError", "loc
 
 
 @contextmanager
-def local_cluster(n_workers: int) -> Iterator[str]:
-    """A ``distributed.LocalCluster`` of ``n_workers`` worker processes, one thread each, on this
-    machine, for as long as the block lasts; yields its scheduler address."""
+def local_cluster(n_workers: int, threads_per_worker: int = 1) -> Iterator[str]:
+    """A ``distributed.LocalCluster`` of ``n_workers`` worker processes on this machine, for as long
+    as the block lasts; yields its scheduler address."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+    with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
                       dashboard_address=None) as cluster:
         yield cluster.scheduler_address

@@ -1,10 +1,11 @@
 """The client's side of cluster grading: submit each submission as a Dask task, take attempts back.
 
 ``DaskExecutor(address).session(...)`` is what ``grade_class(..., executor=...)`` uses in place of
-a local host and thread pool. It submits one :func:`worker.grade_task` per submission and yields
-the results as they complete (``distributed.as_completed``) to ``orchestrate._grade_jobs``, which
-records them in this process's gradebook. A second run (a measuring timeout or a dead child in
-the first) is submitted alone, after every first run has finished, as in local grading.
+a local host and thread pool. It sends every worker a :func:`worker.prepare_task` (start its
+host, warm it with the run's exercises), submits one :func:`worker.grade_task` per submission and
+yields the results as they complete (``distributed.as_completed``) to ``orchestrate._grade_jobs``,
+which records them in this process's gradebook. A second run (a measuring timeout or a dead child
+in the first) is submitted alone, after every first run has finished, as in local grading.
 
 What happens when things die:
 
@@ -28,7 +29,17 @@ from pathlib import Path
 from distributed import Client, as_completed
 from distributed.client import FutureCancelledError
 
-from .worker import PLUGIN_NAME, HostsPlugin, RunSpec, WorkerSetupError, grade_task, prepare_task, release, run_stats
+from .worker import (
+    PLUGIN_NAME,
+    HostsPlugin,
+    RunSpec,
+    WorkerSetupError,
+    grade_task,
+    prepare_task,
+    release,
+    run_stats,
+    runtime,
+)
 
 CONNECT_TIMEOUT_S = 60
 PREPARE_PRIORITY = 100      # a worker warms up before it grades (Dask runs higher priorities first)
@@ -130,7 +141,7 @@ class DaskExecutor:
         from .. import grader_key
         from ..orchestrate import GraderError, _default_host, _verdict_module
 
-        spec = RunSpec(tuple(str(p) for p in hide), limits, warm, progress, grader_key(),
+        spec = RunSpec(tuple(str(p) for p in hide), limits, warm, progress, grader_key(), runtime(),
                        None if host_factory in (None, _default_host) else host_factory,
                        None if verdict_for in (None, _verdict_module) else verdict_for).with_key()
         try:

@@ -21,6 +21,7 @@ and the host dies with it (the template exits when its control socket closes).
 from __future__ import annotations
 
 import hashlib
+import platform
 import shutil
 import tempfile
 import threading
@@ -52,6 +53,7 @@ class RunSpec:
     warm: bool
     progress: bool
     grader_key: str                  # the client's; a worker with other grader code refuses to grade
+    runtime: str                     # the client's Python and torch (``runtime()``); a worker must match
     host_factory: object = None      # None: the sandbox's GradingHost (tests pass a fake)
     verdict_for: object = None       # None: course_grader.exercises.<exNN>
     key: str = field(default="", compare=False)
@@ -59,10 +61,17 @@ class RunSpec:
     def with_key(self) -> RunSpec:
         import cloudpickle
 
-        digest = hashlib.sha256(cloudpickle.dumps((self.hide, self.limits, self.warm, self.grader_key,
+        digest = hashlib.sha256(cloudpickle.dumps((self.hide, self.limits, self.warm, self.grader_key, self.runtime,
                                                    self.host_factory, self.verdict_for))).hexdigest()
-        return RunSpec(self.hide, self.limits, self.warm, self.progress, self.grader_key,
+        return RunSpec(self.hide, self.limits, self.warm, self.progress, self.grader_key, self.runtime,
                        self.host_factory, self.verdict_for, digest[:16])
+
+
+def runtime() -> str:
+    """The Python and torch versions that grade: the same on the client and every worker."""
+    from importlib.metadata import version
+
+    return f"Python {platform.python_version()}, torch {version('torch')}"
 
 
 class _HostState:
@@ -187,6 +196,9 @@ def _host_for(spec: RunSpec) -> _HostState:
     if spec.grader_key != grader_key():
         raise WorkerSetupError(f"this worker runs other grader code (grader key {grader_key()}, the client's "
                                f"{spec.grader_key}): install the client's commit on every worker")
+    if spec.runtime != runtime():
+        raise WorkerSetupError(f"this worker has {runtime()}, the client {spec.runtime}: install the pinned "
+                               "requirements on every worker")
     with _LOCK:
         state = _HOSTS.get(spec.key)
         if state is None:
