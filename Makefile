@@ -66,5 +66,9 @@ stress: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_tests.py
 
+## bench-cluster: submissions/minute grading one class locally (--jobs 2) and on a 2-worker Dask LocalCluster
+bench-cluster: $(STAMP)
+	$(BIN)/python scripts/bench_cluster.py
+
 clean-venv:
 	rm -rf $(VENV)
