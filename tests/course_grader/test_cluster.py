@@ -58,7 +58,7 @@ def snapshot(report) -> dict:
 @pytest.fixture(scope="module")
 def cluster():
     """A LocalCluster of 2 worker processes, 1 thread each; yields (address, client)."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
             distributed.Client(lc, set_as_default=False) as client:
         yield lc.scheduler_address, client
 

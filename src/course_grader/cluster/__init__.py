@@ -27,5 +27,5 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1) -> Iterator[str]:
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:   # any free port: never a clash
         yield cluster.scheduler_address
