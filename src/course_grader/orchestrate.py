@@ -435,7 +435,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     if exercise and exercise not in exercises:
         raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
     verdict_for = verdict_for or _verdict_module
-    if host_factory is None and os.geteuid() != 0 and not unconfined:
+    if host_factory is None and executor is None and os.geteuid() != 0 and not unconfined:  # a cluster's workers check
         raise GraderError("grading needs root: the sandbox runs each submission under its own uid, in its own "
                           "namespaces, with the hidden tests and this run's output out of sight. Run it as root, or "
                           "grade anyway with --unconfined, where students' code could read the hidden tests and "
@@ -477,9 +477,11 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
             hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
             if executor is not None:
                 # each worker holds its own host and warm cache; attempts come back here to be recorded
-                with executor.session(hide, limits, warm, progress, host_factory, verdict_for) as remote:
+                with executor.session(hide, limits, warm, progress, host_factory, verdict_for,
+                                      unconfined=unconfined) as remote:
                     _grade_jobs(todo, None, verdict_for, jobs, progress, book, report, None, remote)
                 report.warm_s, report.cached_replies = remote.warm_s, remote.cached_replies
+                report.sandbox_notices = remote.sandbox_notices
             else:
                 with ExitStack() as stack:
                     compile_cache = cache_key = None

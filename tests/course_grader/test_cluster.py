@@ -247,3 +247,15 @@ def test_a_worker_with_other_code_or_other_torch_refuses_to_grade(key, env, prob
     spec = RunSpec(("/nonexistent",), None, False, False, key or grader_key(), env or runtime()).with_key()
     with pytest.raises(WorkerSetupError, match=problem):
         _host_for(spec)
+
+
+def test_a_worker_that_is_not_root_refuses_unless_unconfined(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr("course_grader.cluster.worker._HOSTS", {})     # this process's hosts, restored after
+    spec = RunSpec(("/nonexistent",), None, False, False, grader_key(), runtime())
+    with pytest.raises(WorkerSetupError, match="not root"):
+        _host_for(spec.with_key())
+    monkeypatch.setattr("course_grader.cluster.worker._HostState", lambda spec: "a host")
+    unconfined = RunSpec(*[getattr(spec, f) for f in ("hide", "limits", "warm", "progress", "grader_key", "runtime",
+                                                       "host_factory", "verdict_for")], unconfined=True).with_key()
+    assert _host_for(unconfined) == "a host"

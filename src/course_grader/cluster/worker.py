@@ -21,6 +21,7 @@ and the host dies with it (the template exits when its control socket closes).
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import shutil
 import tempfile
@@ -56,15 +57,16 @@ class RunSpec:
     runtime: str                     # the client's Python and torch (``runtime()``); a worker must match
     host_factory: object = None      # None: the sandbox's GradingHost (tests pass a fake)
     verdict_for: object = None       # None: course_grader.exercises.<exNN>
+    unconfined: bool = False         # --unconfined: a worker that is not root grades anyway
     key: str = field(default="", compare=False)
 
     def with_key(self) -> RunSpec:
         import cloudpickle
 
         digest = hashlib.sha256(cloudpickle.dumps((self.hide, self.limits, self.warm, self.grader_key, self.runtime,
-                                                   self.host_factory, self.verdict_for))).hexdigest()
+                                                   self.host_factory, self.verdict_for, self.unconfined))).hexdigest()
         return RunSpec(self.hide, self.limits, self.warm, self.progress, self.grader_key, self.runtime,
-                       self.host_factory, self.verdict_for, digest[:16])
+                       self.host_factory, self.verdict_for, self.unconfined, digest[:16])
 
 
 def runtime() -> str:
@@ -199,6 +201,10 @@ def _host_for(spec: RunSpec) -> _HostState:
     if spec.runtime != runtime():
         raise WorkerSetupError(f"this worker has {runtime()}, the client {spec.runtime}: install the pinned "
                                "requirements on every worker")
+    if spec.host_factory is None and os.geteuid() != 0 and not spec.unconfined:   # as grade_class does locally
+        raise WorkerSetupError("this worker is not root, and the sandbox needs root (its own uid, namespaces and "
+                               "hidden folders for every run): run the workers as root, or grade with --unconfined "
+                               "(docs/sandbox.md, \"Without root\")")
     with _LOCK:
         state = _HOSTS.get(spec.key)
         if state is None:
@@ -248,10 +254,11 @@ def run_stats(key: str) -> dict:
     """``{"warm_s", "cached_replies", "grading"}`` of run ``key`` in this process (for ``Client.run``)."""
     state = _HOSTS.get(key)
     if state is None:
-        return {"warm_s": 0.0, "cached_replies": 0, "grading": []}
+        return {"warm_s": 0.0, "cached_replies": 0, "grading": [], "notices": []}
     with state.cond:
         grading = [] if state.warming else sorted(state.active.values())
-    return {"warm_s": state.warm_s, "cached_replies": state.cache.hits, "grading": grading}
+    return {"warm_s": state.warm_s, "cached_replies": state.cache.hits, "grading": grading,
+            "notices": [str(n) for n in getattr(state.host, "notices", [])]}
 
 
 def grading_now() -> list[str]:
