@@ -90,7 +90,7 @@ def _case_problems(cases, results: list) -> list[str]:
         elif grad:
             got = decoded(r["grad"]) if r.get("grad") is not None else None
             if want_grad is not None:
-                why = difference(want_grad, got)
+                why = difference(want_grad, got, signed_zeros=False)
             else:
                 why = None if got is None else "unexpected gradient"
             if why:

@@ -34,6 +34,15 @@ def safe_normalize_rewrite(x):
     ok = max > 0
     return torch.where(ok, x / _guard(max), x)
 '''
+# Honest: multiplies by a where-guarded reciprocal. Its gradient at a 0-d input is a rounding
+# residue (-3e-8 in float32) where the reference's terms cancel to an exact 0.
+RECIPROCAL = '''
+def safe_normalize_rewrite(x):
+    positive = x.detach().norm() > 0
+    n = torch.where(positive, x, torch.ones_like(x)).norm()
+    scale = torch.where(positive, 1.0 / n, torch.ones_like(n))
+    return x * scale
+'''
 
 
 def test_model_answer_passes_everything(grade_with, model_cells):
@@ -46,6 +55,7 @@ def test_model_answer_passes_everything(grade_with, model_cells):
     (SIGN_LOST, {"ex01-hidden-boundary"}),                      # -0.0 becomes 0.0
     (STILL_BRANCHES, {"ex01-test-capture", "ex01-test-values", "ex01-hidden-boundary"}),
     (UNUSUAL, set()),
+    (RECIPROCAL, set()),
 ])
 def test_rewrites_lose_exactly_the_tests_they_should(grade_with, source, failing):
     verdicts = grade_with("ex01", {"ex01-rewrite": source})
