@@ -18,7 +18,8 @@ Binding a name in the student's own namespace is never a flag, whatever the
 name (``max = 3``, ``class AssertionError(Exception): ...``): the verdicts are
 computed outside the student's process, so it cannot change them. Changing
 shared objects (a library's attributes, the builtins module, ``sys.modules``)
-and reaching for the grader (frames, ``gc``, ``ctypes``) are flags.
+and reaching for the interpreter's internals (frames, ``gc.get_objects``, ``ctypes``) are
+flags; tidying up (``gc.collect()``) is not.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ PROFILE = CourseProfile(
     protected_modules=frozenset({"torch", "compile_course", "numpy", "math", "builtins", "sys", "os",
                                  "functools", "operator", "time", "random", "IPython", "matplotlib"}),
     allowed_attr_assign=re.compile(r"(^|\.)config\.|^torch\.backends\.|^os\.environ\b|^(np|numpy)\.random\.seed$"),
-    banned_modules=frozenset({"ctypes", "cffi", "gc", "builtins", "_thread", "subprocess", "signal", "socket",
+    banned_modules=frozenset({"ctypes", "cffi", "builtins", "_thread", "subprocess", "signal", "socket",
                               "pty", "marshal", "pdb", "bdb", "sqlite3", "ipykernel", "jupyter_client",
                               "course_grader", "resource", "mmap", "faulthandler", "tracemalloc"}),
     banned_calls=frozenset({"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint", "get_ipython",
@@ -70,7 +71,7 @@ PROFILE = CourseProfile(
     banned_dotted=("sys.modules", "sys.settrace", "sys.setprofile", "sys._getframe", "sys.excepthook",
                    "sys.displayhook", "sys.meta_path", "sys.path_hooks", "sys.monitoring", "os.system", "os.popen",
                    "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.kill", "os.killpg", "os.dup", "os.setuid",
-                   "os.setgid",
+                   "os.setgid", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "gc.callbacks",
                    "inspect.currentframe", "inspect.stack", "inspect.getouterframes", "inspect.trace",
                    "inspect.getsource", "torch._C._set", "unittest.mock", "importlib.import_module",
                    "importlib.reload", "importlib.util", "importlib.machinery"),
@@ -299,7 +300,10 @@ class _Scanner(ast.NodeVisitor):
         if node.level == 0 and self._banned_module(mod):
             self.hit(node, f"imports from {mod}")
         for alias in node.names:
-            if alias.name == "*":
+            if alias.name == "*":   # would bind a banned member (gc.get_objects) under a bare name
+                members = (d[len(mod) + 1:] for d in self.p.banned_dotted if d.startswith(mod + "."))
+                if node.level == 0 and mod and any("." not in m and not m.startswith("_") for m in members):
+                    self.hit(node, f"imports * from {mod}")
                 continue
             full = f"{mod}.{alias.name}" if mod else alias.name
             if node.level == 0 and (self._banned_module(full) or alias.name in self.p.banned_calls

@@ -41,6 +41,8 @@ def test_the_model_answers_of_every_exercise_raise_no_flag(exercises):
     "print('✓ all tests passed')",
     "import sys\nsys.stdout.write('one line\\n')\nsys.stderr.flush()",
     "import sys\nout = sys.stdout\nout.write('x')",
+    "import gc\ngc.collect()",
+    "from torch import *",
 ])
 def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
     assert _flags(exercise, code) == []
@@ -55,6 +57,9 @@ def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
     ("import builtins\nbuiltins.max = min", "imports builtins"),
     ("import sys\nsys.modules['torch'] = None", "sys.modules"),
     ("import ctypes", "imports ctypes"),
+    ("import gc\nobjects = gc.get_objects()", "gc.get_objects"),
+    ("from gc import get_referrers as refs", "get_referrers from gc"),
+    ("from gc import *", "imports * from gc"),
     ("def f():\n    return f.__globals__", ".__globals__"),
     ("x = ().__class__.__mro__", "__class__"),
     ("exec('1')", "calls exec()"),
