@@ -259,3 +259,14 @@ def test_a_worker_that_is_not_root_refuses_unless_unconfined(monkeypatch):
     unconfined = RunSpec(*[getattr(spec, f) for f in ("hide", "limits", "warm", "progress", "grader_key", "runtime",
                                                        "host_factory", "verdict_for")], unconfined=True).with_key()
     assert _host_for(unconfined) == "a host"
+
+
+@pytest.mark.parametrize("argv", [["--cluster", "local:0"], ["--cluster", "ssh:2"], ["--cluster", "local:two"]])
+def test_cluster_option_usage_errors_exit_2(tmp_path, argv, capsys):
+    from course_grader.cli import main
+
+    assert main([str(tmp_path), "--out", str(tmp_path / "out"), *argv]) == 2
+    assert "--cluster takes local:N" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:      # one place to grade, not two
+        main([str(tmp_path), "--scheduler", "tcp://127.0.0.1:8786", "--cluster", "local:2"])
+    assert stopped.value.code == 2
