@@ -477,11 +477,11 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
             hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
             if executor is not None:
                 # each worker holds its own host and warm cache; attempts come back here to be recorded
-                with executor.session(hide, limits, warm, progress, host_factory, verdict_for,
-                                      unconfined=unconfined) as remote:
+                with executor.session(hide, limits, warm, progress, host_factory, verdict_for, unconfined=unconfined,
+                                      exercise_hashes={e.id: e.sha256 for e in exercises.values()}) as remote:
                     _grade_jobs(todo, None, verdict_for, jobs, progress, book, report, None, remote)
                 report.warm_s, report.cached_replies = remote.warm_s, remote.cached_replies
-                report.sandbox_notices = remote.sandbox_notices
+                report.sandbox_notices, report.cache_reused = remote.sandbox_notices, remote.cache_reused
             else:
                 with ExitStack() as stack:
                     compile_cache = cache_key = None

@@ -24,8 +24,11 @@ __all__ = ["ClusterSession", "DaskExecutor", "RunSpec", "WorkerSetupError", "loc
 def local_cluster(n_workers: int, threads_per_worker: int = 1) -> Iterator[str]:
     """A ``distributed.LocalCluster`` of ``n_workers`` worker processes on this machine, for as long
     as the block lasts; yields its scheduler address."""
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                      dashboard_address=":0") as cluster:   # any free port: never a clash
+    # no statistical profiler in the workers: it samples every thread every 10 ms, and grading has no use for it
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
+                         dashboard_address=":0") as cluster:   # any free port: never a clash
         yield cluster.scheduler_address

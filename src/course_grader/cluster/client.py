@@ -59,6 +59,7 @@ class ClusterSession:
         self.warm_s = 0.0
         self.cached_replies = 0
         self.sandbox_notices: list[str] = []      # what a worker's sandbox could not set up, by worker
+        self.cache_reused = False                 # every worker started from its machine's stored warm-up
 
     def _key(self, job, final: bool) -> str:
         # deterministic: a task already queued for the same run and submission is reused, never doubled
@@ -126,6 +127,7 @@ class ClusterSession:
             self.warm_s = max((s["warm_s"] for s in stats.values()), default=0.0)
             self.cached_replies = sum(s["cached_replies"] for s in stats.values())
             self.sandbox_notices = [f"worker {addr}: {n}" for addr, s in sorted(stats.items()) for n in s["notices"]]
+            self.cache_reused = bool(stats) and all(s["cache_reused"] for s in stats.values())
             self.client.run(release, self.spec.key)
         except Exception as exc:  # noqa: BLE001 - the grades are recorded; an unreachable worker closes its own
             print(f"cluster: could not release the workers' hosts ({type(exc).__name__}: {exc})", file=sys.stderr)
@@ -139,13 +141,15 @@ class DaskExecutor:
 
     @contextmanager
     def session(self, hide: list[Path], limits, warm: bool, progress: bool, host_factory=None,
-                verdict_for=None, unconfined: bool = False) -> Iterator[ClusterSession]:
+                verdict_for=None, unconfined: bool = False, exercise_hashes: dict | None = None
+                ) -> Iterator[ClusterSession]:
         from .. import grader_key
         from ..orchestrate import GraderError, _default_host, _verdict_module
 
         spec = RunSpec(tuple(str(p) for p in hide), limits, warm, progress, grader_key(), runtime(),
                        None if host_factory in (None, _default_host) else host_factory,
-                       None if verdict_for in (None, _verdict_module) else verdict_for, unconfined).with_key()
+                       None if verdict_for in (None, _verdict_module) else verdict_for, unconfined,
+                       tuple(sorted((exercise_hashes or {}).items()))).with_key()
         try:
             client = Client(self.address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         except OSError as exc:

@@ -33,6 +33,8 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from .. import cache_store
+
 PLUGIN_NAME = "course-grader-hosts"
 
 
@@ -58,15 +60,17 @@ class RunSpec:
     host_factory: object = None      # None: the sandbox's GradingHost (tests pass a fake)
     verdict_for: object = None       # None: course_grader.exercises.<exNN>
     unconfined: bool = False         # --unconfined: a worker that is not root grades anyway
+    exercise_hashes: tuple = ()      # ((id, sha256), ...) of every exercise: the stored compile cache's key
     key: str = field(default="", compare=False)
 
     def with_key(self) -> RunSpec:
         import cloudpickle
 
         digest = hashlib.sha256(cloudpickle.dumps((self.hide, self.limits, self.warm, self.grader_key, self.runtime,
-                                                   self.host_factory, self.verdict_for, self.unconfined))).hexdigest()
+                                                   self.host_factory, self.verdict_for, self.unconfined,
+                                                   self.exercise_hashes))).hexdigest()
         return RunSpec(self.hide, self.limits, self.warm, self.progress, self.grader_key, self.runtime,
-                       self.host_factory, self.verdict_for, self.unconfined, digest[:16])
+                       self.host_factory, self.verdict_for, self.unconfined, self.exercise_hashes, digest[:16])
 
 
 def runtime() -> str:
@@ -91,13 +95,22 @@ class _HostState:
         self.warm_s = 0.0
         self.cache = ReplyCache()
         self.closing = self.closed = False
+        self.students_seen = False                # once True, this host's cache is never published
+        self.store_key = None
+        self.cache_reused = False
         try:
             # 0700, inside the Dask worker's own folder when there is one: Dask deletes that folder
             # when the worker closes, and purges it on the next start if the worker was killed
             worker_dir = _worker_folder()
             scratch = Path(tempfile.mkdtemp(prefix="course-grader-", dir=worker_dir))
             self.stack.callback(shutil.rmtree, scratch, True)
-            compile_cache = scratch / "compile-cache" if spec.warm else None
+            compile_cache = None
+            if spec.warm and spec.exercise_hashes:   # start from this machine's stored warm-up, as grade_class does
+                self.store_key = cache_store.cache_key(dict(spec.exercise_hashes), spec.grader_key)
+                compile_cache, self.cache_reused = cache_store.prepare(scratch, self.store_key)
+            elif spec.warm:
+                compile_cache = scratch / "compile-cache"
+            self.compile_cache = compile_cache
             hide = [Path(p) for p in spec.hide] + [scratch] + ([Path(worker_dir)] if worker_dir else [])
             factory = spec.host_factory or _default_host
             self.host = self.stack.enter_context(factory(hide, compile_cache, spec.limits))
@@ -136,6 +149,7 @@ class _HostState:
             if self.closing:
                 raise _Closed
             self.active[threading.get_ident()] = job.cand.rel
+            self.students_seen = True
         try:
             yield
         finally:
@@ -164,6 +178,15 @@ class _HostState:
                 self.warming = False
                 self.cond.notify_all()
             self._close_if_released()
+
+    def publish(self) -> None:
+        """Keep this host's warmed cache in the machine's store (``cache_store``) for the next run,
+        only while no student code has run in it (model answers only, as ``grade_class`` does)."""
+        with self.cond:
+            if self.students_seen or self.store_key is None or self.closing:
+                return
+            self.students_seen = True     # publish once
+        cache_store.publish(self.compile_cache, self.store_key)
 
     def close_when_idle(self) -> None:
         with self.cond:
@@ -245,6 +268,7 @@ def prepare_task(spec: RunSpec, exercises: list) -> float:
         state = _host_for(spec)
         try:
             state.warm(exercises)
+            state.publish()
             return state.warm_s
         except _Closed:
             continue
@@ -254,11 +278,11 @@ def run_stats(key: str) -> dict:
     """``{"warm_s", "cached_replies", "grading"}`` of run ``key`` in this process (for ``Client.run``)."""
     state = _HOSTS.get(key)
     if state is None:
-        return {"warm_s": 0.0, "cached_replies": 0, "grading": [], "notices": []}
+        return {"warm_s": 0.0, "cached_replies": 0, "grading": [], "notices": [], "cache_reused": False}
     with state.cond:
         grading = [] if state.warming else sorted(state.active.values())
     return {"warm_s": state.warm_s, "cached_replies": state.cache.hits, "grading": grading,
-            "notices": [str(n) for n in getattr(state.host, "notices", [])]}
+            "notices": [str(n) for n in getattr(state.host, "notices", [])], "cache_reused": state.cache_reused}
 
 
 def grading_now() -> list[str]:
