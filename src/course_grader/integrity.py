@@ -209,7 +209,7 @@ def check(ex: Exercise, nb: dict) -> Checked:
                 add(Finding("notice", cid, f"answer cell appears {n} times: the copies are joined for review"))
             out.answers[cid] = "\n\n".join(c.source.strip() for c in mine)
     out.run_cells = assemble(ex, cells)
-    for label, text, severity in scan([c for c in out.run_cells if c.role in ("solution", "student")]):
+    for label, text, severity in scan(out.run_cells):
         add(Finding(severity, label, f"static scan: {text}" if severity == "flag" else text))
     return out
 
@@ -421,16 +421,21 @@ def scan(cells: list[RunCell], profile: CourseProfile = PROFILE) -> list[tuple[s
 
     Code too deeply nested for Python's parser is a notice: it cannot run either.
 
-    Import aliases carry over from cell to cell, as they would in the kernel."""
+    Import aliases carry over from cell to cell, as they would in the kernel, and that includes
+    the instructor's locked cells: they are scanned for what they import (``import torch, time``
+    in the setup cell makes ``time.perf_counter = ...`` in a student's cell a patch of the
+    ``time`` module), and only the student's cells (roles ``solution`` and ``student``) report."""
     aliases: dict[str, str] = {}
     hits = []
     for cell in cells:
+        own = cell.role in ("solution", "student")
         try:
             tree = parse(strip_magics(cell.source))
         except (SyntaxError, ValueError):
             continue  # it cannot run either; the feedback run shows the error
         except (RecursionError, MemoryError):
-            hits.append((cell.label, "the code is nested too deeply for Python to read (it cannot run)", "notice"))
+            if own:
+                hits.append((cell.label, "the code is nested too deeply for Python to read (it cannot run)", "notice"))
             continue
         scanner = _Scanner(aliases, profile)
         try:
@@ -438,5 +443,6 @@ def scan(cells: list[RunCell], profile: CourseProfile = PROFILE) -> list[tuple[s
         except RecursionError:
             scanner.hits.append((1, "the code is nested too deeply to be scanned"))
         aliases = scanner.aliases
-        hits += [(cell.label, f"line {line}: {text}", "flag") for line, text in scanner.hits]
+        if own:
+            hits += [(cell.label, f"line {line}: {text}", "flag") for line, text in scanner.hits]
     return hits

@@ -43,6 +43,7 @@ def test_the_model_answers_of_every_exercise_raise_no_flag(exercises):
     "import sys\nout = sys.stdout\nout.write('x')",
     "import gc\ngc.collect()",
     "from torch import *",
+    "torch = {}\ntorch.update(a=1)\ntorch['equal'] = print",   # a dict of one's own named torch
 ])
 def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
     assert _flags(exercise, code) == []
@@ -50,6 +51,7 @@ def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
 
 @pytest.mark.parametrize("code, what", [
     ("import torch\ntorch.equal = lambda a, b: True", "torch.equal"),
+    ("torch.equal = lambda a, b: True", "torch.equal"),   # torch comes from the locked setup cell
     ("import torch.testing as tt\ntt.assert_close = print", "torch.testing.assert_close"),
     ("import compile_course.checks as checks\nchecks.passed = print", "compile_course.checks.passed"),
     ("from torch import testing as _t\nholder = [_t]\nholder[0].assert_close = None", "indirectly"),
@@ -71,6 +73,16 @@ def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
 def test_changing_shared_objects_or_reaching_for_the_interpreter_is_flagged(exercise, code, what):
     flags = _flags(exercise, code)
     assert flags and any(what in f for f in flags), flags
+
+
+def test_a_module_imported_by_the_instructors_setup_is_protected_in_every_student_cell(exercises):
+    # Seen in a held-out corpus: the setup cell imports time; the answer cell patched its clock.
+    ex = exercises["ex05"]
+    nb = answered_notebook(ex)
+    answer = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "solution")
+    answer.source = "time.perf_counter = lambda _t=[0.0]: _t.__setitem__(0, _t[0] + 1e-6) or _t[0]\n" + answer.source
+    flags = [f.text for f in check(ex, nb).flags]
+    assert any("time.perf_counter" in f for f in flags), flags
 
 
 def test_the_scan_reads_the_one_course_profile():
