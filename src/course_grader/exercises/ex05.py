@@ -116,7 +116,9 @@ def _boundary_problems(name: str, run: dict) -> list[str]:
     b, problems = run["report"].get("boundary"), []
     if not isinstance(b, dict):
         return [f"{name}: report['boundary'] should be a dict of backend, fullgraph, dynamic, inputs, diagnostics"]
-    used = (run.get("compile_calls") or [{}])[-1]
+    if not run.get("compile_calls"):
+        return [f"{name}: your function never called torch.compile, so the boundary describes no compile"]
+    used = run["compile_calls"][-1]
     for key, default in (("backend", "inductor"), ("fullgraph", False), ("dynamic", None)):
         actual = used.get(key, default)
         if b.get(key) != actual:

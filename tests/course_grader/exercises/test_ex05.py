@@ -91,6 +91,10 @@ def test_boundary_must_name_what_torch_compile_received():
     r = run()
     r["report"]["boundary"] = copy.deepcopy(r["report"]["boundary"]) | {"inputs": "a tensor"}
     assert "inputs" in " ".join(ex05._boundary_problems("cold", r))
+    r = run()
+    r["compile_calls"] = []          # an invented report: nothing was compiled
+    assert ex05._boundary_problems("cold", r) == [
+        "cold: your function never called torch.compile, so the boundary describes no compile"]
 
 
 def test_model_answer_passes_under_the_arranged_conditions(grade_with, model_cells):
