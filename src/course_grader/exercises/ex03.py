@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from ..context import AnswerError, GradeContext, TestVerdict, excerpt
 from ..harness.ex03 import ALLOWED, WARM_UP
+from ..sandbox import SandboxFault
+from ..status import FaultKind
 
 HARNESS = "ex03"
 MAX_WARM_UP_FRAMES = 2
@@ -42,7 +44,16 @@ def _warm_up_verdict(ctx: GradeContext) -> TestVerdict:
         source = ctx.function_source("ex03-warm-up", WARM_UP, ALLOWED)
     except AnswerError as exc:
         return TestVerdict(test_id, False, str(exc))
-    reply = ctx.measure("warm_up", {"source": source, "batch_sizes": list(BATCH_SIZES)})
+    try:
+        reply = ctx.measure("warm_up", {"source": source, "batch_sizes": list(BATCH_SIZES)})
+    except SandboxFault as fault:
+        # The student's warm_up hung or crashed: this test fails; the predictions, which are
+        # data checked against the instructor's own counts, keep their verdicts. A fault of the
+        # grader's own goes on up and faults the attempt.
+        if FaultKind(fault.kind) is FaultKind.GRADER:
+            raise
+        return TestVerdict(test_id, False, f"warm_up could not be measured ({FaultKind(fault.kind).value}): "
+                                           "see the reason at the top of this page")
     if reply.get("load_error"):
         return TestVerdict(test_id, False, f"warm_up could not be loaded: {excerpt(reply['load_error'])}")
     if reply.get("error"):

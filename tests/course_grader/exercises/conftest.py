@@ -33,6 +33,12 @@ def _without_markers(source: str) -> str:
                      if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
+@pytest.fixture(name="fake_measure")
+def fake_measure_fixture():
+    """``fake_measure(harness) -> measure``: for a test that wraps the in-process harness."""
+    return fake_measure
+
+
 @pytest.fixture
 def model_cells(exercises):
     def cells(exercise_id: str) -> dict[str, str]:

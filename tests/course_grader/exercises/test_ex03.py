@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from course_grader.context import GradeContext
+from course_grader.exercises import ex03
+from course_grader.sandbox import SandboxFault
+from course_grader.status import FaultKind
+
 RIGHT_A = "PREDICTED_A = [1, 0, 1, 0, 1, 1, 1, 1]"
 RIGHT_B = "PREDICTED_B = [1, 0, 1, 0, 0, 1]"
 WARM = "def warm_up(compiled_h):\n    x = torch.randn(4, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n    compiled_h(x)\n"
@@ -47,3 +52,30 @@ def test_predictions_must_be_literal_lists(grade_with):
     verdicts = grade_with("ex03", cells(a="PREDICTED_A = [1] * 8", b="PREDICTED_B = (1, 0, 1, 0, 0, 1)"))
     assert not verdicts["ex03-test-a"].passed and "literal" in verdicts["ex03-test-a"].message
     assert verdicts["ex03-hidden-b"].passed   # a tuple literal is still a literal
+
+
+@pytest.mark.parametrize("kind", ["wall-time", "cpu-time", "crashed"])
+def test_a_warm_up_that_hangs_fails_alone_and_the_predictions_keep_their_verdicts(exercises, fake_measure, kind):
+    # Seen in a held-out corpus: right predictions, and a warm_up that waits forever on a Future.
+    real = fake_measure(ex03.HARNESS)
+
+    def measure(entry, payload):
+        if entry == "warm_up":
+            raise SandboxFault(FaultKind(kind), "the student's warm_up did not finish")
+        return real(entry, payload)
+
+    verdicts = {v.test_id: v for v in ex03.grade(GradeContext(exercises["ex03"], cells(), measure))}
+    assert verdicts["ex03-test-a"].passed and verdicts["ex03-hidden-b"].passed
+    assert not verdicts["ex03-test-warm-up"].passed and kind in verdicts["ex03-test-warm-up"].message
+
+
+def test_a_grader_fault_while_measuring_the_warm_up_is_not_the_students(exercises, fake_measure):
+    real = fake_measure(ex03.HARNESS)
+
+    def measure(entry, payload):
+        if entry == "warm_up":
+            raise SandboxFault(FaultKind.GRADER, "the template died")
+        return real(entry, payload)
+
+    with pytest.raises(SandboxFault):
+        ex03.grade(GradeContext(exercises["ex03"], cells(), measure))
