@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: course test lab outputs drift release grade bench stress site clean-venv
+.PHONY: course test lab outputs drift release grade bench bench-cluster stress site clean-venv
 
 # TORCH_INDEX: install torch from another index first, e.g. PyTorch's CPU-only wheels (see README):
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
