@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import shutil
 import sys
 import threading
@@ -435,11 +434,11 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     if exercise and exercise not in exercises:
         raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
     verdict_for = verdict_for or _verdict_module
-    if host_factory is None and executor is None and os.geteuid() != 0 and not unconfined:  # a cluster's workers check
-        raise GraderError("grading needs root: the sandbox runs each submission under its own uid, in its own "
-                          "namespaces, with the hidden tests and this run's output out of sight. Run it as root, or "
-                          "grade anyway with --unconfined, where students' code could read the hidden tests and "
-                          "write this run's output folder (docs/sandbox.md, \"Without root\")")
+    if host_factory is None and executor is None:  # on a cluster, each worker checks for itself
+        from .sandbox.host import root_refusal
+
+        if refusal := root_refusal("this process", unconfined):
+            raise GraderError(refusal)
     host_factory = host_factory or _default_host
     report = ClassReport(out_dir, gradebook)
 

@@ -218,10 +218,8 @@ def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stu
 
 
 def test_without_root_grading_refuses_unless_told_to_run_unconfined(tmp_path, submission, monkeypatch):
-    import course_grader.orchestrate as orchestrate
-
     submission("ann", "ex02")
-    monkeypatch.setattr(orchestrate.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(GraderError, match="grading needs root.*--unconfined"):
         grade_class(tmp_path / "subs", tmp_path / "out", progress=False)
     assert not (tmp_path / "out" / "gradebook.sqlite").exists()

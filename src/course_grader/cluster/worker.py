@@ -21,7 +21,6 @@ and the host dies with it (the template exits when its control socket closes).
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import shutil
 import tempfile
@@ -224,10 +223,11 @@ def _host_for(spec: RunSpec) -> _HostState:
     if spec.runtime != runtime():
         raise WorkerSetupError(f"this worker has {runtime()}, the client {spec.runtime}: install the pinned "
                                "requirements on every worker")
-    if spec.host_factory is None and os.geteuid() != 0 and not spec.unconfined:   # as grade_class does locally
-        raise WorkerSetupError("this worker is not root, and the sandbox needs root (its own uid, namespaces and "
-                               "hidden folders for every run): run the workers as root, or grade with --unconfined "
-                               "(docs/sandbox.md, \"Without root\")")
+    if spec.host_factory is None:   # as grade_class does locally
+        from ..sandbox.host import root_refusal
+
+        if refusal := root_refusal("this worker", spec.unconfined):
+            raise WorkerSetupError(refusal)
     with _LOCK:
         state = _HOSTS.get(spec.key)
         if state is None:

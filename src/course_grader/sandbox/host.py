@@ -78,6 +78,19 @@ WEAKENING = ("no mount namespace", "no PID namespace", "no network namespace", "
              "could not hide", "could not make", "could not cover")
 
 
+def root_refusal(where: str, unconfined: bool) -> str | None:
+    """Why grading must not start here (``where``: "this process", "this worker"), or None.
+
+    Without root a run keeps the grader's own uid and sees the whole file system: its code could
+    read the hidden tests and write the run's output. Only ``--unconfined`` accepts that."""
+    if os.geteuid() == 0 or unconfined:
+        return None
+    return (f"grading needs root: {where} is not root, and the sandbox runs each submission under its own "
+            "uid, in its own namespaces, with the hidden tests and the run's output out of sight. Run it as root, "
+            "or grade anyway with --unconfined, where students' code could read the hidden tests and write the "
+            "run's output folder (docs/sandbox.md, \"Without root\")")
+
+
 def weakened(notices: list[str]) -> list[str]:
     """The notices that weaken confinement, when running as root (see ``WEAKENING``)."""
     if os.geteuid() != 0:
