@@ -1,33 +1,51 @@
-"""The warmed compile cache, kept from one grading run to the next.
+"""The warm-up, kept from one grading run to the next.
 
-Every run warms a compile cache with the model answers before any student code runs
-(``orchestrate._warm``); student kernels then see it read-only (copy-on-write). Without a
-store each run starts that cache empty and pays every cold inductor compile again, though
-the model answers, torch and the grader have not changed.
+Before any student code runs, a run grades each exercise's model answers
+(``orchestrate.warm_up``). That fills a compile cache which student kernels then see
+read-only (copy-on-write), makes the instructor's reference measurements, and proves the
+exercise's verdicts work: the model answers must get full auto marks. Without a store
+each run paid all of it again, cold inductor compiles included, though the model
+answers, torch and the grader had not changed.
 
-The store keeps one finished warm-up per key: torch's version, the grader's key (its
-version and code hash) and every exercise's hash. A run copies the stored cache for its
-key into its own private folder, warms it (mostly cache hits now) and, once the model
-answers got full marks and before any student code has run, publishes its copy back.
-Student kernels never write the store: it lives under ``build/``, which no kernel can see,
-and is root-only (0700), like everything else a run keeps.
+The store keeps one finished warm-up per key (torch's version, the grader's key, which
+hashes its code, and every exercise's hash), as a folder ``<key>/`` holding
+
+* ``cache/``: the compile cache the model answers filled (copied into a run's own
+  folder, the one its kernels see);
+* ``warm-up.json``: the exercises whose model answers got full marks, and the measuring
+  replies made for them. Kernels never see it.
+
+A run reads an entry under a shared lock and writes one under an exclusive lock (one lock
+file per key), so two graders on one machine never warm the same key twice: the second
+waits for the first and starts from its entry. An entry is published only right after a
+warm-up succeeded, from a folder that no student run has written (student runs see it
+through a copy-on-write overlay). Everything lives under ``build/``, which no kernel can
+see, and is root-only (0700, files 0600).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
 from compile_course.paths import BUILD
 
-from .private import private_dir
+from .private import FILE_MODE, private_dir
 
 STORE = BUILD / "grading" / ".compile-cache"
 KEEP = 3  # keys kept: the newest by modification time
+CACHE = "cache"
+RECORD = "warm-up.json"
+FORMAT = 1
 
 
 def cache_key(exercise_hashes: dict[str, str], grader: str) -> str:
@@ -41,51 +59,90 @@ def cache_key(exercise_hashes: dict[str, str], grader: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def prepare(run_dir: Path, key: str, store: Path | None = None) -> tuple[Path, bool]:
-    """A new private cache folder in ``run_dir``, filled from the store when it holds ``key``.
-
-    Returns ``(folder, reused)``."""
-    store = Path(store or STORE)
-    folder = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=run_dir))
-    stored = store / key
-    if stored.is_dir() and not stored.is_symlink():
-        shutil.copytree(stored, folder, symlinks=True, dirs_exist_ok=True)
-        return folder, True
-    return folder, False
+def new_folder(run_dir: Path) -> Path:
+    """An empty private compile-cache folder for one run (filled by :meth:`Entry.copy_into`)."""
+    return Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=run_dir))
 
 
-def publish(folder: Path, key: str, store: Path | None = None) -> Path:
-    """Keep a copy of ``folder`` as the store's entry for ``key`` (replacing an older one).
+class Entry:
+    """The store's entry for one key."""
 
-    Another run may publish the same key at the same time; the last rename wins and both
-    copies are equally good. Older keys beyond ``KEEP`` are removed."""
-    store = private_dir(Path(store or STORE))
-    staged = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=store))
-    shutil.copytree(folder, staged, symlinks=True, dirs_exist_ok=True)
-    os.chmod(staged, 0o700)
-    target = store / key
-    trash = Path(tempfile.mkdtemp(prefix=f".old-{key}-", dir=store))
-    try:
-        os.rename(target, trash / "entry")
-    except FileNotFoundError:
-        pass
-    try:
-        os.rename(staged, target)
-    except OSError:  # another run published this key in between: keep theirs
-        shutil.rmtree(staged, ignore_errors=True)
-    shutil.rmtree(trash, ignore_errors=True)
-    _prune(store)
-    return target
+    def __init__(self, key: str, store: Path | None = None):
+        self.key = key
+        self.store = Path(store or STORE)
+        self.path = self.store / key
+
+    @contextmanager
+    def lock(self, exclusive: bool) -> Iterator[None]:
+        """Shared to read the entry, exclusive to warm up and publish it (blocks until granted)."""
+        private_dir(self.store)
+        fd = os.open(self.store / f".lock-{self.key}", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)   # releases the lock
+
+    def record(self) -> dict | None:
+        """``{"exercises": {id: sha}, "replies": [[harness, entry, payload, reply], ...]}`` or None."""
+        path = self.path / RECORD
+        if self.path.is_symlink() or path.is_symlink() or not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return None
+        return data
+
+    def copy_into(self, folder: Path) -> bool:
+        """Copy the stored compile cache into ``folder``; False when the key has none."""
+        cache = self.path / CACHE
+        if self.path.is_symlink() or cache.is_symlink() or not cache.is_dir():
+            return False
+        shutil.copytree(cache, folder, symlinks=True, dirs_exist_ok=True)
+        os.utime(self.path)   # recently used: kept by _prune
+        return True
+
+    def publish(self, folder: Path, exercises: dict[str, str], replies: list) -> Path:
+        """Replace the entry with ``folder``'s compile cache and this warm-up's record.
+
+        Call it holding the exclusive lock. Older keys beyond ``KEEP`` are removed."""
+        private_dir(self.store)
+        staged = Path(tempfile.mkdtemp(prefix=f".{self.key}-", dir=self.store))
+        shutil.copytree(folder, staged / CACHE, symlinks=True)
+        record = staged / RECORD
+        fd = os.open(record, os.O_CREAT | os.O_WRONLY | os.O_EXCL, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"format": FORMAT, "exercises": exercises, "replies": replies}, fh)
+        os.chmod(staged, 0o700)
+        trash = Path(tempfile.mkdtemp(prefix=f".old-{self.key}-", dir=self.store))
+        try:
+            os.rename(self.path, trash / "entry")
+        except FileNotFoundError:
+            pass
+        os.rename(staged, self.path)
+        shutil.rmtree(trash, ignore_errors=True)
+        _prune(self.store)
+        return self.path
 
 
 def _prune(store: Path, now: float | None = None) -> None:
-    """Keep the ``KEEP`` newest keys; drop leftovers of runs that died while publishing (a day old)."""
-    import time
-
+    """Keep the ``KEEP`` newest keys (a key in use is kept); drop leftovers of runs that died
+    while publishing (a day old)."""
     now = now or time.time()
     entries = [p for p in store.iterdir() if p.is_dir() and not p.is_symlink()]
     for left in (p for p in entries if p.name.startswith(".") and now - p.stat().st_mtime > 86400):
         shutil.rmtree(left, ignore_errors=True)
     keys = sorted((p for p in entries if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime, reverse=True)
     for stale in keys[KEEP:]:
-        shutil.rmtree(stale, ignore_errors=True)
+        fd = os.open(store / f".lock-{stale.name}", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:   # another run is reading or warming it
+            continue
+        else:
+            shutil.rmtree(stale, ignore_errors=True)
+        finally:
+            os.close(fd)

@@ -144,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in report.sandbox_notices:
         print(f"sandbox: {line}")
     print(f"graded {len(report.graded)}, unchanged (skipped) {report.skipped}, grader faults {len(report.faults)}"
-          f"  ({report.total_s:.1f} s, compile cache warmed in {report.warm_s:.1f} s"
-          f"{', starting from the stored one' if report.cache_reused else ''})")
+          f"  ({report.total_s:.1f} s, "
+          f"{'warm-up reused from an identical earlier run' if report.cache_reused else 'warm-up'}"
+          f" {report.warm_s:.1f} s)")
     print(f"gradebook: {report.gradebook}\ngrades:    {out / 'grades.csv'}\nreview:    {out / 'review.csv'}\n"
           f"feedback:  {out / 'feedback' / 'index.html'}")
     for fault in report.faults:

@@ -94,7 +94,7 @@ class ClassReport:
     timings: list[Timing] = field(default_factory=list)
     warm_s: float = 0.0
     sandbox_notices: list[str] = field(default_factory=list)  # what the sandbox could not set up
-    cache_reused: bool = False  # the warm-up started from the stored cache of an identical earlier run
+    cache_reused: bool = False  # the stored warm-up of an identical earlier run covered every exercise
     total_s: float = 0.0
     cached_replies: int = 0                                 # measuring requests answered from this run's cache
 
@@ -139,6 +139,18 @@ class ReplyCache:
     def put(self, key, reply: dict) -> None:
         with self.lock:
             self.replies[key] = json.dumps(reply)
+
+    def dump(self) -> list[list[str]]:
+        """Every reply as ``[harness, entry, payload, reply]`` strings (for the stored warm-up)."""
+        with self.lock:
+            return [[*key, text] for key, text in sorted(self.replies.items())]
+
+    def absorb(self, rows: list) -> None:
+        """Add the replies of :meth:`dump` (a stored warm-up of the same torch, grader and exercises)."""
+        with self.lock:
+            for row in rows:
+                if isinstance(row, list) and len(row) == 4 and all(isinstance(x, str) for x in row):
+                    self.replies.setdefault(tuple(row[:3]), row[3])
 
 
 class _Measurer:
@@ -411,12 +423,15 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 solutions: Path = SOLUTIONS, exercise: str | None = None, jobs: int = 1, limits=None,
                 progress: bool = True, warm: bool = True, max_file_bytes: int = MAX_FILE_BYTES,
                 host_factory: Callable | None = None, verdict_for: Callable | None = None,
-                title: str | None = None, executor=None, unconfined: bool = False) -> ClassReport:
+                title: str | None = None, executor=None, unconfined: bool = False,
+                store: Path | None = None) -> ClassReport:
     """Grade every submission in ``submissions_dir``; results go to ``out_dir`` only.
 
     ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
     exist for tests; by default they are the sandbox's ``GradingHost`` and
-    ``course_grader.exercises.<exNN>``. ``executor`` (``course_grader.cluster.DaskExecutor``)
+    ``course_grader.exercises.<exNN>``. ``store`` keeps the warm-up between runs
+    (``cache_store``): by default ``cache_store.STORE`` with the real host and verdicts, and
+    none with test doubles, whose warm-up proves nothing about the real ones. ``executor`` (``course_grader.cluster.DaskExecutor``)
     grades on a cluster's workers instead of here; discovery, the gradebook, feedback and CSV
     stay in this process either way. Raises ``GraderError`` when nothing can be graded
     correctly (solutions unreadable, a model answer short of full marks)."""
@@ -433,6 +448,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         raise GraderError(f"no exNN_*.ipynb in {solutions}")
     if exercise and exercise not in exercises:
         raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
+    if store is None and host_factory is None and verdict_for is None:
+        store = cache_store.STORE
     verdict_for = verdict_for or _verdict_module
     if host_factory is None and executor is None:  # on a cluster, each worker checks for itself
         from .sandbox.host import root_refusal
@@ -483,19 +500,22 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 report.sandbox_notices, report.cache_reused = remote.sandbox_notices, remote.cache_reused
             else:
                 with ExitStack() as stack:
-                    compile_cache = cache_key = None
-                    if warm:  # start from the last run's warm-up when torch, grader and exercises are the same
-                        cache_key = cache_store.cache_key({e.id: e.sha256 for e in exercises.values()}, grader_key())
-                        compile_cache, report.cache_reused = cache_store.prepare(out_dir, cache_key)
+                    compile_cache = entry = None
+                    if warm:  # filled by warm_up, from the last identical run's when there is one
+                        compile_cache = cache_store.new_folder(out_dir)
                         stack.callback(shutil.rmtree, compile_cache, True)
+                        if store is not None:
+                            entry = cache_store.Entry(
+                                cache_store.cache_key({e.id: e.sha256 for e in exercises.values()}, grader_key()),
+                                store)
                     host = stack.enter_context(host_factory(hide, compile_cache, limits))
                     report.sandbox_notices = list(getattr(host, "notices", []))
                     cache = ReplyCache()
                     if warm:
                         w0 = time.perf_counter()
-                        _warm(host, sorted({j.ex.id for j in todo}), exercises, verdict_for, progress, cache, jobs)
+                        report.cache_reused = warm_up(host, [exercises[e] for e in sorted({j.ex.id for j in todo})],
+                                                      verdict_for, progress, cache, jobs, compile_cache, entry)
                         report.warm_s = time.perf_counter() - w0
-                        cache_store.publish(compile_cache, cache_key)  # model answers only: no student code ran yet
                     _grade_jobs(todo, host, verdict_for, jobs, progress, book, report, cache)
                     report.cached_replies = cache.hits
 
@@ -508,6 +528,49 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         seal_tree(out_dir)
     report.total_s = time.perf_counter() - t0
     return report
+
+
+def warm_up(host, needed: list[Exercise], verdict_for, progress: bool, cache: ReplyCache, jobs: int,
+            folder: Path | None, entry: cache_store.Entry | None, may_publish: bool = True) -> bool:
+    """Make ``host`` ready to grade ``needed``: its compile cache filled, the model answers proven,
+    their replies in ``cache``. Returns True when the store's entry already held all of it.
+
+    An identical earlier run (same torch, grader code and exercises) warmed up on this machine
+    and published its entry: the compile cache is copied from it into ``folder`` (before any
+    run starts) and its replies are reused, so the model answers are not graded again. The
+    exercises it lacks are warmed here, under the entry's exclusive lock (a second grader of
+    the same key waits, then reuses this one's), and published unless ``may_publish`` is false.
+    """
+    needed = [ex for ex in needed if ex.tests]
+    if entry is None or folder is None:
+        _warm(host, [ex.id for ex in needed], {ex.id: ex for ex in needed}, verdict_for, progress, cache, jobs)
+        return False
+
+    def missing(record: dict | None) -> list[Exercise]:
+        done = (record or {}).get("exercises") or {}
+        return [ex for ex in needed if done.get(ex.id) != ex.sha256]
+
+    with entry.lock(exclusive=False):
+        record = entry.record()
+        if record is not None and not missing(record) and entry.copy_into(folder):
+            cache.absorb(record.get("replies") or [])
+            if progress:
+                print(f"warm-up of {', '.join(ex.name for ex in needed)} reused from an identical earlier run "
+                      f"(store key {entry.key})", file=sys.stderr)
+            return True
+    with entry.lock(exclusive=True):
+        record = entry.record()
+        if record is not None and entry.copy_into(folder):
+            cache.absorb(record.get("replies") or [])
+        else:
+            record = None
+        todo = missing(record)
+        if todo:
+            _warm(host, [ex.id for ex in todo], {ex.id: ex for ex in todo}, verdict_for, progress, cache, jobs)
+            if may_publish:   # model answers only: no student code has run in this host yet
+                done = {**((record or {}).get("exercises") or {}), **{ex.id: ex.sha256 for ex in todo}}
+                entry.publish(folder, done, cache.dump())
+        return not todo
 
 
 def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict_for, progress: bool,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 from course_grader import cache_store
 
@@ -15,64 +17,146 @@ def test_key_changes_with_the_grader_and_any_exercise():
     assert base != cache_store.cache_key({"ex01": "a"}, "g1")
 
 
-def test_a_run_starts_empty_then_from_what_the_last_run_published(tmp_path):
+def test_an_entry_holds_a_compile_cache_and_a_record_and_nothing_else_is_reused(tmp_path):
     store, run = tmp_path / "store", tmp_path / "run"
     run.mkdir()
-    first, reused = cache_store.prepare(run, "k1", store)
-    assert not reused and list(first.iterdir()) == []
+    entry = cache_store.Entry("k1", store)
+    first = cache_store.new_folder(run)
+    assert entry.record() is None and not entry.copy_into(first) and list(first.iterdir()) == []
     (first / "fxgraph").mkdir()
     (first / "fxgraph" / "entry").write_text("compiled")
-    cache_store.publish(first, "k1", store)
+    with entry.lock(exclusive=True):
+        entry.publish(first, {"ex01": "sha1"}, [["h", "e", "{}", '{"n": 1}']])
     assert os.stat(store).st_mode & 0o777 == 0o700 and os.stat(store / "k1").st_mode & 0o777 == 0o700
-    second, reused = cache_store.prepare(run, "k1", store)
-    assert reused and (second / "fxgraph" / "entry").read_text() == "compiled"
-    assert second != first
-    other, reused = cache_store.prepare(run, "k2", store)     # another torch, grader or exercise set
-    assert not reused and list(other.iterdir()) == []
+    assert os.stat(store / "k1" / cache_store.RECORD).st_mode & 0o777 == 0o600
+    second = cache_store.new_folder(run)
+    assert entry.copy_into(second) and (second / "fxgraph" / "entry").read_text() == "compiled"
+    assert not (second / cache_store.RECORD).exists()      # the replies never reach a kernel's folder
+    assert entry.record()["exercises"] == {"ex01": "sha1"} and second != first
+    other = cache_store.new_folder(run)                     # another torch, grader or exercise set
+    assert not cache_store.Entry("k2", store).copy_into(other) and list(other.iterdir()) == []
+    (store / "k1" / cache_store.RECORD).write_text("{not json")
+    assert entry.record() is None                            # a damaged record means: warm up again
 
 
-def test_publishing_replaces_the_key_and_keeps_few_keys(tmp_path):
+def test_publishing_replaces_the_key_and_keeps_few_keys_but_never_one_in_use(tmp_path):
     store, run = tmp_path / "store", tmp_path / "run"
     run.mkdir()
     for n in range(cache_store.KEEP + 2):
-        folder, _ = cache_store.prepare(run, f"k{n}", store)
+        folder = cache_store.new_folder(run)
         (folder / "v").write_text(str(n))
-        target = cache_store.publish(folder, f"k{n}", store)
+        target = cache_store.Entry(f"k{n}", store).publish(folder, {}, [])
         os.utime(target, (n, n))        # publication order, whatever the clock's resolution
-    folder, _ = cache_store.prepare(run, "k0", store)
+    kept = sorted(p.name for p in store.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert kept == [f"k{n}" for n in range(2, cache_store.KEEP + 2)]     # the newest KEEP
+    folder = cache_store.new_folder(run)
     (folder / "v").write_text("new")
-    cache_store.publish(folder, f"k{cache_store.KEEP + 1}", store)
-    kept = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
-    assert len(kept) == cache_store.KEEP and f"k{cache_store.KEEP + 1}" in kept and "k0" not in kept
-    assert (store / f"k{cache_store.KEEP + 1}" / "v").read_text() == "new"
-    assert [p for p in store.iterdir() if p.name.startswith(".")] == []
+    with cache_store.Entry("k2", store).lock(exclusive=False):   # a run is reading the oldest now
+        cache_store.Entry("k9", store).publish(folder, {}, [])
+        assert (store / "k2").is_dir()   # its turn to go, but in use: kept for now
+    cache_store.Entry("k9", store).publish(folder, {}, [])
+    assert not (store / "k2").exists() and (store / "k3").is_dir()
+    assert (store / "k9" / cache_store.CACHE / "v").read_text() == "new"
+    assert [p for p in store.iterdir() if p.is_dir() and p.name.startswith(".")] == []
 
 
-def test_grade_class_warms_from_the_store_and_publishes_before_students_run(tmp_path, submission, grade_fake,
-                                                                        fake_host, monkeypatch):
-    store = tmp_path / "store"
-    monkeypatch.setattr(cache_store, "STORE", store)
-    seen = []
+def _probing_verdicts(ex):
+    """Every test passes; each grading asks the host one question (a reference measurement)."""
+    from course_grader.context import TestVerdict
 
-    class Host(fake_host):
-        def __init__(self, cache):
-            super().__init__()
-            self.cache = cache
+    def grade(ctx):
+        ctx.measure("probe", {"exercise": ex.id})
+        return [TestVerdict(t.course_id, True, "") for t in ex.tests]
 
-        def notebook_kernel(self):
-            # what this run's cache holds, and what the store holds, each time a kernel starts
-            seen.append((self.warm, sorted(p.name for p in self.cache.iterdir()),
-                         sorted(p.name for p in store.glob("*/*"))))
-            if self.warm:
-                (self.cache / "warmed-entry").write_text("x")
-            return super().notebook_kernel()
+    return grade, ex.id
 
+
+class _StoreHost:
+    """A fake host whose warm-up writes a cache entry and whose measurements are counted."""
+
+    def __init__(self, fake_host, cache, log, pause=0.0):
+        self.inner, self.cache, self.log, self.pause = fake_host({(None, None): None}), cache, log, pause
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def warming(self):
+        self.log.append("warm")
+        time.sleep(self.pause)   # long enough for a second grader to ask for the same entry meanwhile
+        (self.cache / "warmed-entry").write_text("x")
+        return self.inner.warming()
+
+    def notebook_kernel(self):
+        self.log.append(("kernel", self.inner.warm, sorted(p.name for p in self.cache.iterdir())))
+        return self.inner.notebook_kernel()
+
+    def measure(self, harness, entry, payload):
+        self.log.append(("measure", self.inner.warm))
+        return {"ok": True}
+
+
+def test_grade_class_reuses_an_identical_runs_warm_up_without_grading_the_model_answers(
+        tmp_path, submission, grade_fake, fake_host):
+    log: list = []
     submission("ann", "ex02")
-    factory = lambda hide, cache, limits: Host(cache)  # noqa: E731
-    first = grade_fake(tmp_path / "subs", tmp_path / "out1", host_factory=factory)
-    assert first.ok and not first.cache_reused
-    assert seen[0] == (True, [], [])                                   # cold: nothing stored yet
-    assert seen[-1] == (False, ["warmed-entry"], ["warmed-entry"])     # published before the student's kernel
-    seen.clear()
-    second = grade_fake(tmp_path / "subs", tmp_path / "out2", host_factory=factory)
-    assert second.ok and second.cache_reused and seen[0][:2] == (True, ["warmed-entry"])
+    factory = lambda hide, cache, limits: _StoreHost(fake_host, cache, log)  # noqa: E731
+    first = grade_fake(tmp_path / "subs", tmp_path / "out1", host_factory=factory, verdict_for=_probing_verdicts,
+                       store=tmp_path / "store")
+    assert first.ok and not first.cache_reused and log.count("warm") == 1
+    # the model answers ask the question while warming; the student's equal question is answered from the run's cache
+    # (a submission's feedback run and its verdicts may go on at once: their order is free)
+    assert log[0] == "warm" and sorted(log[1:3]) == [("kernel", True, ["warmed-entry"]), ("measure", True)]
+    assert log[3:] == [("kernel", False, ["warmed-entry"])]
+    assert first.cached_replies == 1
+    stored = cache_store.Entry(next(p.name for p in (tmp_path / "store").iterdir() if p.name[0] != "."),
+                               tmp_path / "store")
+    assert stored.record()["exercises"] and stored.record()["replies"]
+    log.clear()
+    second = grade_fake(tmp_path / "subs", tmp_path / "out2", host_factory=factory, verdict_for=_probing_verdicts,
+                       store=tmp_path / "store")
+    assert second.ok and second.cache_reused and "warm" not in log
+    # the student's kernel sees the stored cache; the student's question is answered by the stored reply
+    assert log == [("kernel", False, ["warmed-entry"])] and second.cached_replies == 1
+    assert scores(first) == scores(second) == [("ann", "graded", exercises_points(second))]
+
+
+def scores(report):
+    from course_grader.gradebook import Gradebook
+
+    with Gradebook(report.gradebook) as book:
+        return [(r["student"], r["status"], r["auto_score"]) for r in book.current()]
+
+
+def exercises_points(report):
+    from course_grader.gradebook import Gradebook
+
+    with Gradebook(report.gradebook) as book:
+        return book.current()[0]["auto_score"]
+
+
+def test_two_graders_of_one_key_warm_up_once(tmp_path, exercises, fake_host):
+    from course_grader.orchestrate import ReplyCache, warm_up
+
+    store = tmp_path / "store"
+    log: list = []
+    entry = cache_store.Entry("k", store)
+    results = []
+
+    def grader(n):
+        folder = tmp_path / f"run{n}"
+        folder.mkdir()
+        host = _StoreHost(fake_host, folder, log, pause=1.0)
+        cache = ReplyCache()
+        reused = warm_up(host, [exercises["ex02"]], _probing_verdicts, False, cache, 1, folder, entry)
+        results.append((reused, sorted(p.name for p in folder.iterdir()), len(cache.replies)))
+
+    threads = [threading.Thread(target=grader, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert log.count("warm") == 1
+    assert sorted(results) == [(False, ["warmed-entry"], 1), (True, ["warmed-entry"], 1)]

@@ -95,7 +95,7 @@ class _HostState:
         self.cache = ReplyCache()
         self.closing = self.closed = False
         self.students_seen = False                # once True, this host's cache is never published
-        self.store_key = None
+        self.entry = None
         self.cache_reused = False
         try:
             # 0700, inside the Dask worker's own folder when there is one: Dask deletes that folder
@@ -104,9 +104,10 @@ class _HostState:
             scratch = Path(tempfile.mkdtemp(prefix="course-grader-", dir=worker_dir))
             self.stack.callback(shutil.rmtree, scratch, True)
             compile_cache = None
-            if spec.warm and spec.exercise_hashes:   # start from this machine's stored warm-up, as grade_class does
-                self.store_key = cache_store.cache_key(dict(spec.exercise_hashes), spec.grader_key)
-                compile_cache, self.cache_reused = cache_store.prepare(scratch, self.store_key)
+            # this machine's stored warm-up, as grade_class does (never for test doubles)
+            if spec.warm and spec.exercise_hashes and spec.host_factory is None and spec.verdict_for is None:
+                self.entry = cache_store.Entry(cache_store.cache_key(dict(spec.exercise_hashes), spec.grader_key))
+                compile_cache = cache_store.new_folder(scratch)
             elif spec.warm:
                 compile_cache = scratch / "compile-cache"
             self.compile_cache = compile_cache
@@ -158,13 +159,15 @@ class _HostState:
             self._close_if_released()
 
     def _warm(self, todo) -> None:
-        from ..orchestrate import GraderError, _verdict_module, _warm
+        from ..orchestrate import GraderError, _verdict_module, warm_up
 
         start = time.perf_counter()
         failure = ""
         try:
-            _warm(self.host, [ex.id for ex in todo], {ex.id: ex for ex in todo},
-                  self.spec.verdict_for or _verdict_module, self.spec.progress, self.cache, 1)
+            # published only while no student code has run in this host (as grade_class does)
+            reused = warm_up(self.host, todo, self.spec.verdict_for or _verdict_module, self.spec.progress,
+                             self.cache, 1, self.compile_cache, self.entry, may_publish=not self.students_seen)
+            self.cache_reused = reused if not self.warmed else self.cache_reused and reused
         except GraderError as exc:
             failure = str(exc)
         except Exception as exc:  # noqa: BLE001 - the worker's sandbox failed before any student ran
@@ -177,15 +180,6 @@ class _HostState:
                 self.warming = False
                 self.cond.notify_all()
             self._close_if_released()
-
-    def publish(self) -> None:
-        """Keep this host's warmed cache in the machine's store (``cache_store``) for the next run,
-        only while no student code has run in it (model answers only, as ``grade_class`` does)."""
-        with self.cond:
-            if self.students_seen or self.store_key is None or self.closing:
-                return
-            self.students_seen = True     # publish once
-        cache_store.publish(self.compile_cache, self.store_key)
 
     def close_when_idle(self) -> None:
         with self.cond:
@@ -268,7 +262,6 @@ def prepare_task(spec: RunSpec, exercises: list) -> float:
         state = _host_for(spec)
         try:
             state.warm(exercises)
-            state.publish()
             return state.warm_s
         except _Closed:
             continue
