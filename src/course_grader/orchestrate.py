@@ -433,8 +433,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     (``cache_store``): by default ``cache_store.STORE`` with the real host and verdicts, and
     none with test doubles, whose warm-up proves nothing about the real ones.
     ``executor`` (``course_grader.cluster.DaskExecutor``) grades on a cluster's workers instead
-    of here; discovery, the gradebook, feedback and CSV stay in this process either way. Raises ``GraderError`` when nothing can be graded
-    correctly (solutions unreadable, a model answer short of full marks)."""
+    of here; discovery, the gradebook, feedback and CSV stay in this process either way. Raises
+    ``GraderError`` when nothing can be graded correctly (solutions unreadable, a model answer short of full marks)."""
     t0 = time.perf_counter()
     subs = Path(submissions_dir)
     out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
