@@ -9,16 +9,17 @@ each handed in by ``--copies`` students. Both settings call ``grade_class``, the
 with ``executor=DaskExecutor(address)`` on a LocalCluster of 2 worker processes with 1 thread
 each (started before the clock runs, as a cluster would be already). Printed per setting:
 
-* the whole run: submissions / wall time of ``grade_class`` (sandbox start and warm-up included:
-  one host warms locally, each worker warms its own on the cluster);
+* the whole run: submissions / wall time of ``grade_class`` (sandbox start and warm-up included).
+  Every run starts from its own empty warm-up store (``$COURSE_GRADER_STORE``, set on the
+  workers too), as the first run of a course version does: one warm-up locally; on the cluster
+  the first worker warms up and the other waits for it and copies its entry (one machine);
 * the second half: from the attempt recorded in the middle of the run to the last (``graded_at``
   in the gradebook), when every host is warm: grading alone, the same measure in both settings;
 * the median wall time of one submission (``attempts.seconds``: feedback run and verdicts);
 
 then the ratios cluster / local (the goal: within 10 %, that is at least 0.90). A third setting,
-one worker process with 2 threads, has one host and one warm-up like the local run, so its ratio
-is Dask's own overhead; the 2-worker cluster also pays a second sandbox start and a second
-warm-up on the same cores (each worker warms its own compile cache). The gradebooks are
+one worker process with 2 threads, has one host like the local run, so its ratio is Dask's own
+overhead; the 2-worker cluster also pays a second sandbox start on the same cores. The gradebooks are
 compared too (every row but timings). Figures only: nothing is asserted, and a shared machine
 moves them.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -85,10 +87,25 @@ def steady_rate(gradebook: Path) -> tuple[float, float, float]:
     return rate, span, statistics.median(s for _, s in rows) if rows else float("nan")
 
 
-def run(label: str, subs: Path, out: Path, **kwargs) -> dict:
+def _use_store(path: str) -> None:
+    from course_grader.cache_store import STORE_ENV
+
+    os.environ[STORE_ENV] = path
+
+
+def run(label: str, subs: Path, out: Path, store: Path, address: str | None = None, **kwargs) -> dict:
+    """One ``grade_class`` run starting from the empty warm-up store ``store`` (here and on the workers)."""
+    import distributed
+
+    from course_grader.cluster import DaskExecutor
     from course_grader.gradebook import Gradebook
     from course_grader.orchestrate import grade_class
 
+    _use_store(str(store))
+    if address is not None:
+        with distributed.Client(address, set_as_default=False) as client:
+            client.run(_use_store, str(store))
+        kwargs["executor"] = DaskExecutor(address)
     t0 = time.perf_counter()
     report = grade_class(subs, out, progress=False, **kwargs)
     wall = time.perf_counter() - t0
@@ -113,7 +130,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-one-worker", dest="one_worker", action="store_false",
                    help="skip the third setting: one worker process with 2 threads")
     args = p.parse_args(argv)
-    from course_grader.cluster import DaskExecutor, local_cluster
+    from course_grader.cluster import local_cluster
 
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     try:
@@ -128,12 +145,13 @@ def main(argv=None) -> int:
                   f" {'median':>8}")
             print(f"{'':<26} {'':>5} {'(whole run)':>19} {'(second half)':>20} {'s/sub':>8}")
             for r in range(args.rounds):
-                results["local"].append(run(f"local --jobs 2 (round {r + 1})", subs, work / f"local-{r}", jobs=2))
+                results["local"].append(run(f"local --jobs 2 (round {r + 1})", subs, work / f"local-{r}",
+                                            work / f"store-local-{r}", jobs=2))
                 results["cluster"].append(run(f"2-worker cluster (round {r + 1})", subs, work / f"cluster-{r}",
-                                              executor=DaskExecutor(address)))
+                                              work / f"store-cluster-{r}", address))
                 if args.one_worker:
                     results["one-worker"].append(run(f"1 worker x 2 threads ({r + 1})", subs, work / f"one-{r}",
-                                                     executor=DaskExecutor(one)))
+                                                     work / f"store-one-{r}", one))
         best = {k: (max(x["whole"] for x in v), max(x["steady"] for x in v)) for k, v in results.items() if v}
         whole, steady = (best["cluster"][i] / best["local"][i] for i in (0, 1))
         print(f"\n2-worker cluster / local, best of {args.rounds} round(s): whole run {whole:.2f}, "

@@ -42,7 +42,8 @@ from compile_course.paths import BUILD
 from .private import FILE_MODE, private_dir
 
 STORE = BUILD / "grading" / ".compile-cache"
-KEEP = 3  # keys kept: the newest by modification time
+STORE_ENV = "COURSE_GRADER_STORE"   # another store folder (the benchmarks start from an empty one)
+KEEP = 8  # keys kept: the most recently used (a few hundred kB each)
 CACHE = "cache"
 RECORD = "warm-up.json"
 FORMAT = 1
@@ -59,6 +60,11 @@ def cache_key(exercise_hashes: dict[str, str], grader: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def default_store() -> Path:
+    """``$COURSE_GRADER_STORE`` when set, else ``build/grading/.compile-cache``."""
+    return Path(os.environ.get(STORE_ENV) or STORE)
+
+
 def new_folder(run_dir: Path) -> Path:
     """An empty private compile-cache folder for one run (filled by :meth:`Entry.copy_into`)."""
     return Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=run_dir))
@@ -69,7 +75,7 @@ class Entry:
 
     def __init__(self, key: str, store: Path | None = None):
         self.key = key
-        self.store = Path(store or STORE)
+        self.store = Path(store or default_store())
         self.path = self.store / key
 
     @contextmanager

@@ -430,7 +430,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
     exist for tests; by default they are the sandbox's ``GradingHost`` and
     ``course_grader.exercises.<exNN>``. ``store`` keeps the warm-up between runs
-    (``cache_store``): by default ``cache_store.STORE`` with the real host and verdicts, and
+    (``cache_store``): by default ``cache_store.default_store()`` with the real host and verdicts, and
     none with test doubles, whose warm-up proves nothing about the real ones.
     ``executor`` (``course_grader.cluster.DaskExecutor``) grades on a cluster's workers instead
     of here; discovery, the gradebook, feedback and CSV stay in this process either way. Raises
@@ -449,7 +449,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     if exercise and exercise not in exercises:
         raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
     if store is None and host_factory is None and verdict_for is None:
-        store = cache_store.STORE
+        store = cache_store.default_store()
     verdict_for = verdict_for or _verdict_module
     if host_factory is None and executor is None:  # on a cluster, each worker checks for itself
         from .sandbox.host import root_refusal
@@ -490,7 +490,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
             # A hidden folder must exist before the host starts: one created later (build/ by a
             # `make course` beside this run) would not be covered inside the sandbox.
             BUILD.mkdir(parents=True, exist_ok=True)
-            hide = instructor_paths(solutions, out_dir, gradebook.parent, subs)
+            stored = [private_dir(store)] if store is not None and warm else []   # a store outside build/ too
+            hide = instructor_paths(solutions, out_dir, gradebook.parent, subs, *stored)
             if executor is not None:
                 # each worker holds its own host and warm cache; attempts come back here to be recorded
                 with executor.session(hide, limits, warm, progress, host_factory, verdict_for, unconfined=unconfined,
