@@ -52,11 +52,11 @@ def test_publishing_replaces_the_key_and_keeps_few_keys_but_never_one_in_use(tmp
     folder = cache_store.new_folder(run)
     (folder / "v").write_text("new")
     with cache_store.Entry("k2", store).lock(exclusive=False):   # a run is reading the oldest now
-        cache_store.Entry("k9", store).publish(folder, {}, [])
+        cache_store.Entry("new", store).publish(folder, {}, [])
         assert (store / "k2").is_dir()   # its turn to go, but in use: kept for now
-    cache_store.Entry("k9", store).publish(folder, {}, [])
+    cache_store.Entry("new", store).publish(folder, {}, [])
     assert not (store / "k2").exists() and (store / "k3").is_dir()
-    assert (store / "k9" / cache_store.CACHE / "v").read_text() == "new"
+    assert (store / "new" / cache_store.CACHE / "v").read_text() == "new"
     assert [p for p in store.iterdir() if p.is_dir() and p.name.startswith(".")] == []
 
 
