@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sqlite3
 import statistics
@@ -41,20 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 SAMPLES = ROOT / "tests" / "samples" / "submissions"
-
-
-DOCSTRING = re.compile(r'^(def \w+\(.*\):\n\s+""")', re.MULTILINE)
-
-
-def distinct_copy(notebook: dict, student: str) -> dict:
-    """The sample as ``student`` hands it in: each answered function's docstring names the student,
-    so the measured code differs between students, as in a real class (a measurement is cached
-    per run and host by its payload; identical copies would share replies as students do not)."""
-    for cell in notebook["cells"]:
-        if cell.get("metadata", {}).get("course", {}).get("kind") == "solution":
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            cell["source"] = DOCSTRING.sub(lambda m: f"{m.group(1)}[{student}] ", source)
-    return notebook
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_class import distinct_copy  # noqa: E402
 
 
 def make_class(folder: Path, kinds: list[str], exercises: list[str], copies: int) -> int:

@@ -9,7 +9,9 @@ this script creates its own venv at build/nbgrader-venv and installs nbgrader==0
 ``compile_course`` as ours without a second copy of torch.
 
 What is measured. The sample submissions ``{correct,unanswered,partial}__exNN_*.ipynb``
-(tests/samples/submissions) are graded
+(tests/samples/submissions), each with its student's name written into its functions'
+docstrings (``bench_class.distinct_copy``: no submission's code equals a model answer's, as in
+a real class, so our grader cannot answer it from the measurements of the warm-up), are graded
 
 * by ``nbgrader autograde``: the solutions become an nbgrader course (locked -> read-only,
   solution -> solution cell, test and hidden-test -> autograded test cells, answer ->
@@ -49,6 +51,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 SAMPLES = ROOT / "tests" / "samples" / "submissions"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_class import write_distinct  # noqa: E402
+
 NBGRADER_VENV = ROOT / "build" / "nbgrader-venv"
 NBGRADER_PIN = "nbgrader==0.9.6"
 CELL_TIMEOUT = 300  # seconds per cell for nbgrader (its default, 30 s, is too short for a cold compile)
@@ -257,10 +262,12 @@ def main(argv=None) -> int:
         print(f"{venv} cannot import torch, compile_course and nbgrader:\n{check.stderr[-1000:]}", file=sys.stderr)
         return 2
     torch_version, nbg_version = check.stdout.split()
-    samples = sample_files(args.kinds)
+    work = Path(tempfile.mkdtemp(prefix="bench-nbgrader-"))
+    # each sample as its student hands it in (bench_class): no copy equals a model answer
+    samples = [(student, exercise, write_distinct(path, student, work / "class" / path.name))
+               for student, exercise, path in sample_files(args.kinds)]
     print(f"nbgrader {nbg_version} vs course_grader, torch {torch_version}; {len(samples)} submissions "
           f"({', '.join(args.kinds)}) of {len({e for _, e, _ in samples})} exercises")
-    work = Path(tempfile.mkdtemp(prefix="bench-nbgrader-"))
     rows = []
     try:
         for workers in args.workers:
