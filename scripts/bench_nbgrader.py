@@ -1,6 +1,6 @@
 """nbgrader 0.9.6 and our grader on the same submissions, in one run: throughput and ratio, 1 and 2 workers.
 
-    .venv/bin/python scripts/bench_nbgrader.py [--kinds correct unanswered partial] [--keep]
+    .venv/bin/python scripts/bench_nbgrader.py [--kinds correct unanswered partial] [--copies 1] [--keep]
 
 First use: nbgrader is not in requirements.txt (it pulls in the Jupyter server stack), so
 this script creates its own venv at build/nbgrader-venv and installs nbgrader==0.9.6 there
@@ -249,6 +249,8 @@ def bench_ours(samples, workers: int, work: Path, store: Path, label: str):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kinds", nargs="+", default=["correct", "unanswered", "partial"])
+    p.add_argument("--copies", type=int, default=1,
+                   help="students per sample (a larger class: the first run's warm-up weighs less)")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--keep", action="store_true", help="keep the temp folders and print their path")
     args = p.parse_args(argv)
@@ -264,8 +266,9 @@ def main(argv=None) -> int:
     torch_version, nbg_version = check.stdout.split()
     work = Path(tempfile.mkdtemp(prefix="bench-nbgrader-"))
     # each sample as its student hands it in (bench_class): no copy equals a model answer
-    samples = [(student, exercise, write_distinct(path, student, work / "class" / path.name))
-               for student, exercise, path in sample_files(args.kinds)]
+    samples = [(name, exercise, write_distinct(path, name, work / "class" / f"{name}__{exercise}.ipynb"))
+               for student, exercise, path in sample_files(args.kinds)
+               for name in ([student] if args.copies == 1 else [f"{student}-{c}" for c in range(args.copies)])]
     print(f"nbgrader {nbg_version} vs course_grader, torch {torch_version}; {len(samples)} submissions "
           f"({', '.join(args.kinds)}) of {len({e for _, e, _ in samples})} exercises")
     rows = []
