@@ -489,8 +489,18 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         if todo:
             # A hidden folder must exist before the host starts: one created later (build/ by a
             # `make course` beside this run) would not be covered inside the sandbox.
-            BUILD.mkdir(parents=True, exist_ok=True)
-            stored = [private_dir(store)] if store is not None and warm else []   # a store outside build/ too
+            try:
+                BUILD.mkdir(parents=True, exist_ok=True)
+            except OSError:   # not ours to create (a checkout another user owns): nothing to hide then
+                pass
+            stored = []   # hidden too, wherever it is
+            if store is not None and warm:
+                try:
+                    stored = [private_dir(store)]
+                except OSError as exc:   # e.g. not root, in a checkout root owns
+                    report.problems.append(f"warm-up store {store}: cannot use it ({exc.strerror or exc}); "
+                                           "this run warms up without it")
+                    store = None
             hide = instructor_paths(solutions, out_dir, gradebook.parent, subs, *stored)
             if executor is not None:
                 # each worker holds its own host and warm cache; attempts come back here to be recorded

@@ -160,3 +160,17 @@ def test_two_graders_of_one_key_warm_up_once(tmp_path, exercises, fake_host):
         t.join()
     assert log.count("warm") == 1
     assert sorted(results) == [(False, ["warmed-entry"], 1), (True, ["warmed-entry"], 1)]
+
+
+def test_an_unusable_store_is_reported_and_the_run_warms_up_without_it(tmp_path, submission, grade_fake, fake_host):
+    """A store the grader cannot create (here under a file; for real: not root, in a checkout root
+    owns) is a problem line, not a crash: the run warms up in its own folder and grades."""
+    (tmp_path / "a-file").write_text("")
+    log: list = []
+    submission("ann", "ex02")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", verdict_for=_probing_verdicts,
+                        host_factory=lambda hide, cache, limits: _StoreHost(fake_host, cache, log),
+                        store=tmp_path / "a-file" / "store")
+    assert report.ok and len(report.graded) == 1 and not report.cache_reused and log.count("warm") == 1
+    assert report.problems == [f"warm-up store {tmp_path / 'a-file' / 'store'}: cannot use it (Not a directory); "
+                               "this run warms up without it"]

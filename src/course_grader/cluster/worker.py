@@ -33,6 +33,7 @@ from pathlib import Path
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .. import cache_store
+from ..private import private_dir
 
 PLUGIN_NAME = "course-grader-hosts"
 
@@ -108,6 +109,10 @@ class _HostState:
             if spec.warm and spec.exercise_hashes and spec.host_factory is None and spec.verdict_for is None:
                 self.entry = cache_store.Entry(cache_store.cache_key(dict(spec.exercise_hashes), spec.grader_key))
                 compile_cache = cache_store.new_folder(scratch)
+                try:
+                    private_dir(self.entry.store)
+                except OSError:   # e.g. not root, in a checkout root owns: warm up without the store
+                    self.entry = None
             elif spec.warm:
                 compile_cache = scratch / "compile-cache"
             self.compile_cache = compile_cache
