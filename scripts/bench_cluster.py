@@ -27,7 +27,6 @@ moves them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sqlite3
@@ -41,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 SAMPLES = ROOT / "tests" / "samples" / "submissions"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_class import distinct_copy  # noqa: E402
+from bench_class import write_distinct  # noqa: E402
 
 
 def make_class(folder: Path, kinds: list[str], exercises: list[str], copies: int) -> int:
@@ -52,10 +51,7 @@ def make_class(folder: Path, kinds: list[str], exercises: list[str], copies: int
         if kind not in kinds or name[:4] not in exercises:
             continue
         for c in range(copies):
-            student = folder / f"{kind}-{c}"
-            student.mkdir(parents=True, exist_ok=True)
-            notebook = distinct_copy(json.loads(sample.read_text(encoding="utf-8")), student.name)
-            (student / f"{name}.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+            write_distinct(sample, f"{kind}-{c}", folder / f"{kind}-{c}" / f"{name}.ipynb")
             n += 1
     return n
 

@@ -65,6 +65,18 @@ def default_store() -> Path:
     return Path(os.environ.get(STORE_ENV) or STORE)
 
 
+def open_entry(exercise_hashes: dict[str, str], grader: str, store: Path | None = None) -> tuple[Entry | None, str]:
+    """``(entry, "")`` for this run's key in ``store`` (created 0700 when missing), or
+    ``(None, problem)`` when the store cannot be used (for example: not root, in a checkout root
+    owns); the run then warms up without it."""
+    store = Path(store or default_store())
+    try:
+        private_dir(store)
+    except OSError as exc:
+        return None, f"warm-up store {store}: cannot use it ({exc.strerror or exc}); this run warms up without it"
+    return Entry(cache_key(exercise_hashes, grader), store), ""
+
+
 def new_folder(run_dir: Path) -> Path:
     """An empty private compile-cache folder for one run (filled by :meth:`Entry.copy_into`)."""
     return Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=run_dir))
@@ -81,8 +93,7 @@ class Entry:
     @contextmanager
     def lock(self, exclusive: bool) -> Iterator[None]:
         """Shared to read the entry, exclusive to warm up and publish it (blocks until granted)."""
-        private_dir(self.store)
-        fd = os.open(self.store / f".lock-{self.key}", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, FILE_MODE)
+        fd = _lock_file(private_dir(self.store), self.key)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
@@ -134,6 +145,11 @@ class Entry:
         return self.path
 
 
+def _lock_file(store: Path, key: str) -> int:
+    """An open descriptor of ``key``'s lock file (0600, created when missing) for ``fcntl.flock``."""
+    return os.open(store / f".lock-{key}", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, FILE_MODE)
+
+
 def _prune(store: Path, now: float | None = None) -> None:
     """Keep the ``KEEP`` newest keys (a key in use is kept); drop leftovers of runs that died
     while publishing (a day old)."""
@@ -143,7 +159,7 @@ def _prune(store: Path, now: float | None = None) -> None:
         shutil.rmtree(left, ignore_errors=True)
     keys = sorted((p for p in entries if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime, reverse=True)
     for stale in keys[KEEP:]:
-        fd = os.open(store / f".lock-{stale.name}", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, FILE_MODE)
+        fd = _lock_file(store, stale.name)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:   # another run is reading or warming it

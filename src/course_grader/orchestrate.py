@@ -434,7 +434,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     none with test doubles, whose warm-up proves nothing about the real ones.
     ``executor`` (``course_grader.cluster.DaskExecutor``) grades on a cluster's workers instead
     of here; discovery, the gradebook, feedback and CSV stay in this process either way. Raises
-    ``GraderError`` when nothing can be graded correctly (solutions unreadable, a model answer short of full marks)."""
+    ``GraderError`` when nothing can be graded correctly (solutions unreadable, a model answer
+    short of full marks)."""
     t0 = time.perf_counter()
     subs = Path(submissions_dir)
     out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
@@ -493,15 +494,14 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 BUILD.mkdir(parents=True, exist_ok=True)
             except OSError:   # not ours to create (a checkout another user owns): nothing to hide then
                 pass
-            stored = []   # hidden too, wherever it is
+            entry = None
             if store is not None and warm:
-                try:
-                    stored = [private_dir(store)]
-                except OSError as exc:   # e.g. not root, in a checkout root owns
-                    report.problems.append(f"warm-up store {store}: cannot use it ({exc.strerror or exc}); "
-                                           "this run warms up without it")
-                    store = None
-            hide = instructor_paths(solutions, out_dir, gradebook.parent, subs, *stored)
+                entry, problem = cache_store.open_entry({e.id: e.sha256 for e in exercises.values()},
+                                                        grader_key(), store)
+                if problem:
+                    report.problems.append(problem)
+            # the store is hidden too, wherever it is
+            hide = instructor_paths(solutions, out_dir, gradebook.parent, subs, *([entry.store] if entry else []))
             if executor is not None:
                 # each worker holds its own host and warm cache; attempts come back here to be recorded
                 with executor.session(hide, limits, warm, progress, host_factory, verdict_for, unconfined=unconfined,
@@ -511,14 +511,10 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 report.sandbox_notices, report.cache_reused = remote.sandbox_notices, remote.cache_reused
             else:
                 with ExitStack() as stack:
-                    compile_cache = entry = None
+                    compile_cache = None
                     if warm:  # filled by warm_up, from the last identical run's when there is one
                         compile_cache = cache_store.new_folder(out_dir)
                         stack.callback(shutil.rmtree, compile_cache, True)
-                        if store is not None:
-                            entry = cache_store.Entry(
-                                cache_store.cache_key({e.id: e.sha256 for e in exercises.values()}, grader_key()),
-                                store)
                     host = stack.enter_context(host_factory(hide, compile_cache, limits))
                     report.sandbox_notices = list(getattr(host, "notices", []))
                     cache = ReplyCache()

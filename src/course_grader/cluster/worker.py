@@ -33,7 +33,6 @@ from pathlib import Path
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .. import cache_store
-from ..private import private_dir
 
 PLUGIN_NAME = "course-grader-hosts"
 
@@ -104,17 +103,10 @@ class _HostState:
             worker_dir = _worker_folder()
             scratch = Path(tempfile.mkdtemp(prefix="course-grader-", dir=worker_dir))
             self.stack.callback(shutil.rmtree, scratch, True)
-            compile_cache = None
+            compile_cache = cache_store.new_folder(scratch) if spec.warm else None
             # this machine's stored warm-up, as grade_class does (never for test doubles)
             if spec.warm and spec.exercise_hashes and spec.host_factory is None and spec.verdict_for is None:
-                self.entry = cache_store.Entry(cache_store.cache_key(dict(spec.exercise_hashes), spec.grader_key))
-                compile_cache = cache_store.new_folder(scratch)
-                try:
-                    private_dir(self.entry.store)
-                except OSError:   # e.g. not root, in a checkout root owns: warm up without the store
-                    self.entry = None
-            elif spec.warm:
-                compile_cache = scratch / "compile-cache"
+                self.entry, _ = cache_store.open_entry(dict(spec.exercise_hashes), spec.grader_key)
             self.compile_cache = compile_cache
             hide = [Path(p) for p in spec.hide] + [scratch] + ([Path(worker_dir)] if worker_dir else [])
             factory = spec.host_factory or _default_host
