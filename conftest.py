@@ -9,4 +9,93 @@ collect_ignore_glob = ["tests/samples/*", "tests/fixtures/*"]
 # kernels nbval starts inherit this (compile_course.timing.measure reads it).
 import os  # noqa: E402
 
+import pytest  # noqa: E402
+
 os.environ.setdefault("COURSE_TIMING_SCALE", "0.1")
+
+
+def pytest_configure(config):
+    """Kernels for the notebooks come from a warm template (compile_course.warm_kernels).
+
+    --nbval-current-env (pyproject's addopts) names this Python's ipykernel; the warm kernel spec
+    is that same kernel, forked from a process that has already imported torch. A launch that does
+    not fit the template starts an ordinary kernel. COURSE_WARM_KERNELS=0 turns it off.
+    """
+    if os.environ.get("COURSE_WARM_KERNELS", "1") == "0":
+        return
+    import tempfile
+    from pathlib import Path
+
+    from compile_course.warm_kernels.kernelspec import write_kernelspec
+
+    folder = tempfile.mkdtemp(prefix="course-kernelspec-")
+    name = write_kernelspec(Path(folder))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (folder, os.environ.get("JUPYTER_PATH")) if p)
+    config.course_kernel_folder, config.course_kernel = folder, name
+    if getattr(config.option, "nbval_current_env", False):
+        config.option.nbval_current_env = False
+        config.option.nbval_kernel_name = name
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    folder = getattr(config, "course_kernel_folder", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _environment_restored():
+    """No test module leaks changes of os.environ into the modules after it in the same worker.
+
+    Some leak by design of what they run: a Dask LocalCluster sets OMP_NUM_THREADS=1 and other
+    variables in its parent process, and an in-process inductor compile sets a pointer variable
+    for its C++ loader. Kernels inherit the environment, so a notebook would otherwise run with
+    one thread or not depending on which test file ran before it in its worker.
+    """
+    saved = dict(os.environ)
+    yield
+    for key in set(os.environ) - set(saved) - {"PYTEST_CURRENT_TEST"}:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in saved.items() if k != "PYTEST_CURRENT_TEST"})
+
+
+@pytest.fixture(scope="session")
+def kernel_name(pytestconfig) -> str:
+    """The kernel spec tests that run notebooks should use: the warm one when it is on."""
+    return getattr(pytestconfig, "course_kernel", "python3")
+
+
+# How many kernels were forked from the template, and how many started ordinarily (a launch that
+# did not fit): printed at the end of the run, summed over the xdist workers.
+_launches: dict[str, int] = {}
+
+
+def _count(counts: dict[str, int]) -> None:
+    for kind, n in counts.items():
+        _launches[kind] = _launches.get(kind, 0) + n
+
+
+def pytest_sessionfinish(session):
+    import sys
+
+    module = sys.modules.get("compile_course.warm_kernels.provisioner")
+    counts = {**module.launches, **{f"why: {k}": n for k, n in module.misfits.items()}} if module else {}
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["warm_kernels"] = counts
+    else:
+        _count(counts)
+
+
+def pytest_testnodedown(node, error):
+    _count(getattr(node, "workeroutput", {}).get("warm_kernels", {}))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if getattr(config, "course_kernel", None) and _launches:
+        terminalreporter.write_line(f"notebook kernels: {_launches.get('forked', 0)} forked from the warm template, "
+                                    f"{_launches.get('ordinary', 0)} started ordinarily")
+        for key, n in sorted(_launches.items()):
+            if key.startswith("why: "):
+                terminalreporter.write_line(f"  {n} ordinary: {key[5:]}")

@@ -23,8 +23,8 @@ def _read(folder: str, name: str):
     return nbformat.read(ROOT / folder / name, as_version=4)
 
 
-def _run(nb):
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+def _run(nb, kernel_name: str):
+    NotebookClient(nb, timeout=600, kernel_name=kernel_name, allow_errors=True,
                    resources={"metadata": {"path": str(ROOT / "exercises")}}).execute()
     return nb
 
@@ -43,8 +43,8 @@ def _test_cells(nb):
 
 
 @pytest.mark.parametrize("name", AUTO)
-def test_unanswered_exercise_fails_its_public_tests_clearly(name):
-    nb = _run(copy.deepcopy(_read("exercises", name)))
+def test_unanswered_exercise_fails_its_public_tests_clearly(name, kernel_name):
+    nb = _run(copy.deepcopy(_read("exercises", name)), kernel_name)
     tests = _test_cells(nb)
     assert tests and all(_kind(c) == "test" for c in tests)
     for cell in tests:

@@ -1,0 +1,175 @@
+"""The template process: import once, then fork one IPython kernel per request.
+
+The template is ``python -m ipykernel_launcher`` itself, started with ``template_hook``
+on PYTHONPATH and ``COURSE_WARM_TEMPLATE=SOCKET``: the hook's ``sitecustomize`` calls
+``install``, so the launcher's own call to ``IPKernelApp.initialize`` serves instead.
+Once it listens, it prints ``ready`` and what its imports changed in its environment
+on stdout. It exits when its stdin closes (its owner is gone).
+A request is one JSON line ``{"args": [...], "env": {...}, "cwd": "..."}`` on a new
+connection; the reply is ``{"pid": N}`` or ``{"error": "..."}``.
+
+A forked child gets only the forking thread, so a lock another Python thread held at
+fork time (logging's, an import lock) would stay held forever in the kernel. The
+template therefore refuses to fork while it runs any Python thread besides its main
+one, and the provisioner then launches an ordinary kernel. The one native thread that
+importing torch starts (the OpenMP pool, parked on a futex) is safe: libgomp builds a
+new pool in the child, which ``tests/test_warm_kernels.py`` checks.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import threading
+
+# The course's log policy is set before torch is imported, as a notebook's first cell does.
+PRELOAD = ["compile_course.quiet", "torch", "torch._dynamo", "torch._dynamo.testing",
+           "torch._inductor.compile_fx", "torch._inductor.codecache", "functorch.compile",
+           "compile_course.checks", "matplotlib", "IPython", "ipykernel.kernelapp"]
+PR_SET_PDEATHSIG = 1
+REQUEST_BYTES = 1 << 20
+
+
+def preload() -> None:
+    for name in PRELOAD:
+        importlib.import_module(name)
+    # The helpers through the package's lazy exports, as `from compile_course import ...` loads
+    # them: importing a submodule directly would bind the module `torch_logs` where the package
+    # exports the function of that name.
+    import compile_course
+
+    for name in compile_course.__all__:
+        getattr(compile_course, name)
+    # The first inductor compile of every process hashes torch's own sources for its cache key
+    # and keeps the result for the process: computed here, once, for every kernel forked later.
+    from torch._inductor.codecache import torch_key
+
+    torch_key()
+
+
+def die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def read_request(conn: socket.socket) -> dict:
+    data = b""
+    while not data.endswith(b"\n") and len(data) < REQUEST_BYTES:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return json.loads(data)
+
+
+def become_kernel(request: dict, hook_dir: str, imported_env: tuple[dict, list]) -> list[str]:
+    """In the forked child: take the kernel's environment, folder and arguments; return its argv.
+
+    ``imported_env`` holds what the template's imports set in, and removed from, its environment
+    (inductor's ``cache_dir()`` sets TORCHINDUCTOR_CACHE_DIR, for one): an ordinary kernel's
+    environment changes the same way when its first cell imports the same modules.
+    """
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)   # the template auto-reaps; a kernel waits for its children
+    os.setsid()                                      # its own process group, as jupyter_client launches one
+    die_with_parent()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    set_by_imports, removed_by_imports = imported_env
+    os.environ.update(set_by_imports)
+    for key in removed_by_imports:
+        os.environ.pop(key, None)
+    if hook_dir in sys.path:
+        sys.path.remove(hook_dir)
+    sys.modules.pop("sitecustomize", None)
+    sys.argv = [sys.argv[0], *request["args"]]
+    return list(request["args"])
+
+
+def serve(path: str, hook_dir: str) -> list[str]:
+    """Preload, then fork a kernel per request. Returns only in a forked child (its argv)."""
+    die_with_parent()
+    before = dict(os.environ)
+    preload()
+    imported_env = ({k: v for k, v in os.environ.items() if before.get(k) != v},
+                    [k for k in before if k not in os.environ])
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)        # forked kernels are reaped by the system
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    events = selectors.DefaultSelector()
+    events.register(listener, selectors.EVENT_READ, "request")
+    events.register(sys.stdin, selectors.EVENT_READ, "owner")
+    print("ready", json.dumps({"set": imported_env[0], "removed": imported_env[1]}), flush=True)
+    while True:
+        for key, _ in events.select():
+            if key.data == "owner" and not sys.stdin.buffer.read1(1):
+                os._exit(0)                               # stdin closed: the owner is gone
+            if key.data != "request":
+                continue
+            conn, _ = listener.accept()
+            with conn:
+                try:
+                    request = read_request(conn)
+                except (OSError, ValueError) as err:
+                    conn.sendall(json.dumps({"error": f"bad request: {err}"}).encode() + b"\n")
+                    continue
+                if threading.active_count() != 1:
+                    error = f"{threading.active_count()} Python threads; fork refused"
+                    conn.sendall(json.dumps({"error": error}).encode() + b"\n")
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    events.close()
+                    listener.close()
+                    conn.close()
+                    return become_kernel(request, hook_dir, imported_env)
+                conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+
+
+def install(path: str, hook_dir: str) -> None:
+    """Make this ``python -m ipykernel_launcher`` process the template (called from ``template_hook``).
+
+    IPKernelApp.initialize becomes the serving loop; in each forked child it returns into the real
+    initialize with that kernel's arguments, and ``app.start()`` follows as in any launch. The
+    frames left on a kernel's stack are therefore an ordinary kernel's: runpy, ipykernel_launcher,
+    traitlets' launch_instance, ... (torch prints them in graph-break tracebacks, which the stored
+    outputs compare).
+    """
+    template = os.getpid()
+
+    def skip_teardown() -> None:
+        """A kernel's last exit step: after every atexit handler, skip the module teardown.
+
+        Registered before anything is imported, so it runs after every other handler. The
+        teardown of an interpreter holding torch takes about 1 s of CPU and does nothing a
+        finished kernel needs (its outputs went out on iopub before it was asked to stop).
+        """
+        if os.getpid() != template:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001, S110 - a closed stream: nothing left to flush
+                    pass
+            os._exit(0)
+
+    atexit.register(skip_teardown)
+    from ipykernel.kernelapp import IPKernelApp
+
+    original = IPKernelApp.initialize
+
+    def initialize(self, argv=None):
+        IPKernelApp.initialize = original
+        return original(self, serve(path, hook_dir))
+
+    IPKernelApp.initialize = initialize
