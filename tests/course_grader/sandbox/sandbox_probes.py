@@ -15,9 +15,11 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, cgroups a
 
 
 def small_limits(**overrides) -> Limits:
-    """Short CPU budgets so that a limit is reached quickly; a generous wall backstop so that a
-    loaded machine still reaches the CPU limit first."""
-    values = dict(cpu_s_per_cell=3, cpu_s_total=30, wall_s_backstop=120.0)
+    """Short CPU budgets so that a limit is reached quickly (every spinning test burns the whole
+    budget); a generous wall backstop so that a loaded machine still reaches the CPU limit first.
+    The cells these tests run besides the spinning ones use a few hundredths of a second: torch
+    is already imported in the template."""
+    values = dict(cpu_s_per_cell=1, cpu_s_total=30, wall_s_backstop=120.0)
     values.update(overrides)
     return Limits(**values)
 

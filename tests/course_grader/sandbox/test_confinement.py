@@ -166,7 +166,7 @@ def test_without_cgroups_rlimits_still_end_a_cpu_loop(monkeypatch):
 
     monkeypatch.setattr(host_module.CgroupPlan, "detect",
                         classmethod(lambda cls: CgroupPlan(notices=["no writable cgroup (test)"])))
-    with GradingHost(hide=[], limits=small_limits(cpu_s_per_cell=2)) as degraded:
+    with GradingHost(hide=[], limits=small_limits()) as degraded:
         assert "no writable cgroup (test)" in degraded.notices
         with degraded.notebook_kernel() as kernel:
             assert kernel.run_cell("print(1)").output == "1\n"
