@@ -175,3 +175,33 @@ def test_the_template_and_its_kernels_end_when_their_owner_closes_it(warm_spec, 
     os.close(kernel)
     assert template.proc.poll() is not None
     Path(km.connection_file).unlink()
+
+
+OWNER = """
+import json, os, sys, time
+from jupyter_client.connect import write_connection_file
+from compile_course.warm_kernels.provisioner import Template
+template = Template(dict(os.environ))
+connection, _ = write_connection_file(sys.argv[1])
+kernel = template.fork(["-f", connection], dict(os.environ), os.path.dirname(connection))
+print(json.dumps([template.proc.pid, kernel]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_owner_takes_its_template_and_kernels_with_it(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "kernel.json")],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        template, kernel = json.loads(owner.stdout.readline())
+        fds = [os.pidfd_open(template), os.pidfd_open(kernel)]
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    for fd in fds:
+        assert select.select([fd], [], [], 30)[0], "a process outlived the killed owner"
+        os.close(fd)

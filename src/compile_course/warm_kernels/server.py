@@ -97,8 +97,12 @@ def become_kernel(request: dict, hook_dir: str, imported_env: tuple[dict, list])
 
 
 def serve(path: str, hook_dir: str) -> list[str]:
-    """Preload, then fork a kernel per request. Returns only in a forked child (its argv)."""
-    die_with_parent()
+    """Preload, then fork a kernel per request. Returns only in a forked child (its argv).
+
+    The template ends when its stdin reaches EOF, which happens however its owner process ends.
+    (A parent-death signal would fire when the owner's launching *thread* ends, and jupyter_client
+    may launch from a short-lived one.) Each kernel does get one: it dies with the template.
+    """
     before = dict(os.environ)
     preload()
     imported_env = ({k: v for k, v in os.environ.items() if before.get(k) != v},
