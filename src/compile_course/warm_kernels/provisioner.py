@@ -159,10 +159,11 @@ class WarmProvisioner(LocalProvisioner):
         if not why:
             try:
                 pid = template.fork(cmd[3:], env, cwd)
+                kernel = ForkedKernel(pid)    # ProcessLookupError if it has already died
             except OSError as err:
                 why = f"the template refused: {err}"
             else:
-                self.process = ForkedKernel(pid)
+                self.process = kernel
                 self.pid = self.pgid = pid    # the kernel calls setsid(): its own group
                 self.cwd = cwd
                 self.forked = True
