@@ -21,6 +21,8 @@ def pytest_configure(config):
     is that same kernel, forked from a process that has already imported torch. A launch that does
     not fit the template starts an ordinary kernel. COURSE_WARM_KERNELS=0 turns it off.
     """
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_WorkerCounts())
     if os.environ.get("COURSE_WARM_KERNELS", "1") == "0":
         return
     import tempfile
@@ -88,8 +90,12 @@ def pytest_sessionfinish(session):
         _count(counts)
 
 
-def pytest_testnodedown(node, error):
-    _count(getattr(node, "workeroutput", {}).get("warm_kernels", {}))
+class _WorkerCounts:
+    """xdist's hook, registered only when xdist is loaded (pytest rejects unknown hooks)."""
+
+    @staticmethod
+    def pytest_testnodedown(node, error):
+        _count(getattr(node, "workeroutput", {}).get("warm_kernels", {}))
 
 
 def pytest_terminal_summary(terminalreporter, config):
