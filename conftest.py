@@ -69,8 +69,8 @@ def kernel_name(pytestconfig) -> str:
     return getattr(pytestconfig, "course_kernel", "python3")
 
 
-# How many kernels were forked from the template, and how many started ordinarily (a launch that
-# did not fit): printed at the end of the run, summed over the xdist workers.
+# How many kernels were forked from the template, and why the others started ordinarily:
+# printed at the end of the run, summed over the xdist workers.
 _launches: dict[str, int] = {}
 
 
@@ -83,7 +83,7 @@ def pytest_sessionfinish(session):
     import sys
 
     module = sys.modules.get("compile_course.warm_kernels.provisioner")
-    counts = {**module.launches, **{f"why: {k}": n for k, n in module.misfits.items()}} if module else {}
+    counts = dict(module.launches) if module else {}
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["warm_kernels"] = counts
     else:
@@ -100,8 +100,8 @@ class _WorkerCounts:
 
 def pytest_terminal_summary(terminalreporter, config):
     if getattr(config, "course_kernel", None) and _launches:
+        ordinary = {why: n for why, n in _launches.items() if why != "forked"}
         terminalreporter.write_line(f"notebook kernels: {_launches.get('forked', 0)} forked from the warm template, "
-                                    f"{_launches.get('ordinary', 0)} started ordinarily")
-        for key, n in sorted(_launches.items()):
-            if key.startswith("why: "):
-                terminalreporter.write_line(f"  {n} ordinary: {key[5:]}")
+                                    f"{sum(ordinary.values())} started ordinarily")
+        for why, n in sorted(ordinary.items()):
+            terminalreporter.write_line(f"  {n} ordinary: {why}")

@@ -122,9 +122,8 @@ class Template:
 
 
 _lock = threading.Lock()
-# In this process: "forked" / "ordinary" launches, and why launches were ordinary (the test command reports both).
+# Launches in this process: "forked", or the reason the launch was an ordinary one (the test command reports them).
 launches: Counter[str] = Counter()
-misfits: Counter[str] = Counter()
 _template: Template | None = None
 _failed = False
 
@@ -169,6 +168,5 @@ class WarmProvisioner(LocalProvisioner):
                 self.forked = True
                 launches["forked"] += 1
                 return self.connection_info
-        launches["ordinary"] += 1
-        misfits[why] += 1
+        launches[why] += 1
         return await super().launch_kernel(cmd, **kwargs)
