@@ -5,6 +5,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
+# disk space the set-up needs before it starts; pip fails half-way, and obscurely, without it
+SETUP_GIB ?= 7
 
 .PHONY: course test lab outputs drift release grade bench bench-cluster stress site clean-venv
 
@@ -14,6 +16,8 @@ TORCH_INDEX ?=
 
 $(STAMP): requirements.txt pyproject.toml
 	@echo "[setup 1/3] $(VENV): a virtual environment from $(PYTHON)"
+	@$(PYTHON) -c 'import shutil, sys; free = shutil.disk_usage(".").free / 2**30; \
+	sys.exit(0 if free >= $(SETUP_GIB) else f"not enough disk space to set up $(VENV): {free:.1f} GiB free here, the venv needs about $(SETUP_GIB) GiB (torch from PyPI is a CUDA build). Free some space, or set TORCH_INDEX to a CPU-only index.")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "[setup 2/3] the pinned packages of requirements.txt. torch from PyPI is a CUDA build:"
 	@echo "            about 2.8 GB to download with its CUDA libraries and 6 GB installed; several minutes."
