@@ -2,7 +2,10 @@
 
 ``grade_with(exercise_id, cells)`` builds a ``GradeContext`` whose ``measure`` calls
 ``course_grader.harness.<HARNESS>.<entry>`` in this process, with the payload and
-the reply sent through JSON and ``protocol.check_json`` as the sandbox would.
+the reply sent through JSON and ``protocol.check_json`` as the sandbox would. Its
+successful replies are kept in one ``orchestrate.ReplyCache`` per test process, as a
+grading run keeps them: a payload without student code (a reference measurement, ex02's
+key) is measured once, and every test is judged against the same reply.
 ``model_cells(exercise_id)`` is the model answer's solution cells (markers removed).
 """
 
@@ -14,15 +17,23 @@ import json
 import pytest
 
 from course_grader.context import GradeContext
+from course_grader.orchestrate import ReplyCache
 from course_grader.protocol import check_json
 
+_REPLIES = ReplyCache()
 
-def fake_measure(harness: str):
+
+def fake_measure(harness: str, cache: ReplyCache | None = None):
     module = importlib.import_module(f"course_grader.harness.{harness}")
 
     def measure(entry: str, payload: dict) -> dict:
+        key = ReplyCache.key(harness, entry, payload)
+        if cache is not None and (reply := cache.get(key)) is not None:
+            return reply
         reply = getattr(module, entry)(json.loads(json.dumps(payload)))
         check_json(reply)
+        if cache is not None:
+            cache.put(key, reply)
         return json.loads(json.dumps(reply))
 
     return measure
@@ -50,7 +61,7 @@ def model_cells(exercises):
 def grade_with(exercises):
     def grade(exercise_id: str, cells: dict[str, str]) -> dict[str, object]:
         module = importlib.import_module(f"course_grader.exercises.{exercise_id}")
-        ctx = GradeContext(exercises[exercise_id], cells, fake_measure(module.HARNESS))
+        ctx = GradeContext(exercises[exercise_id], cells, fake_measure(module.HARNESS, _REPLIES))
         verdicts = module.grade(ctx)
         assert sorted(v.test_id for v in verdicts) == sorted(c.course_id for c in exercises[exercise_id].tests)
         return {v.test_id: v for v in verdicts}

@@ -10,10 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from course_grader.sandbox import GradingHost
 from course_grader.status import CellStatus
 
-from sandbox_probes import PROBES, needs_root, processes_with, small_limits, uids_alive
+from sandbox_probes import needs_root, processes_with, small_limits, uids_alive
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = needs_root
@@ -71,12 +73,25 @@ def test_private_tmp_and_shm_do_not_persist(host):
                                "for d in ('/tmp', '/dev/shm', '/var/tmp')])").output == "[False, False, False]\n"
 
 
-def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
-    secret = tmp_path / "submissions"
+PUBLIC_FILE = ROOT / "pyproject.toml"      # a file outside /tmp: covered by /dev/null inside
+
+
+@pytest.fixture(scope="module")
+def hiding_host(tmp_path_factory):
+    """A second host of this module, hiding a folder of submissions, a gradebook file and a public file:
+    ``(host, secret folder, gradebook)``. Also the "other" host of the two-hosts test."""
+    base = tmp_path_factory.mktemp("hidden")
+    secret = base / "submissions"
     secret.mkdir()
     (secret / "alice__ex01.ipynb").write_text("{}")
-    gradebook = tmp_path / "gradebook.sqlite"
+    gradebook = base / "gradebook.sqlite"
     gradebook.write_text("grades")
+    with GradingHost(hide=[secret, gradebook, PUBLIC_FILE], compile_cache=None, limits=small_limits()) as host:
+        yield host, secret, gradebook
+
+
+def test_hidden_paths_are_empty_and_student_helpers_visible(hiding_host):
+    host, secret, gradebook = hiding_host
     probe = ("import os\n"
              "for p in PATHS:\n"
              "    try:\n"
@@ -87,11 +102,9 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
              "import compile_course.comparison\n"
              "print('compile_course ok')")
     hidden = [ROOT / "solutions", ROOT / "tests", ROOT / ".git", ROOT / "build", ROOT / "src" / "course_grader", secret]
-    public_file = ROOT / "pyproject.toml"      # a file outside /tmp: covered by /dev/null inside
-    with GradingHost(hide=[secret, gradebook, public_file], compile_cache=None, limits=small_limits()) as host:
-        with host.notebook_kernel() as kernel:
-            out = kernel.run_cell(f"PATHS = {[str(p) for p in hidden]!r}\n" + probe).output
-            covered = kernel.run_cell(f"print(repr(open('{public_file}').read()))").output
+    with host.notebook_kernel() as kernel:
+        out = kernel.run_cell(f"PATHS = {[str(p) for p in hidden]!r}\n" + probe).output
+        covered = kernel.run_cell(f"print(repr(open('{PUBLIC_FILE}').read()))").output
     lines = out.splitlines()
     for path, line in zip(hidden, lines, strict=False):  # more lines follow the hidden paths
         # A folder absent on the host (build/ in a fresh clone) is absent inside too; under /tmp
@@ -102,7 +115,7 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(tmp_path):
     assert lines[-1] == "compile_course ok"
     assert covered == "''\n"
     assert (secret / "alice__ex01.ipynb").exists() and gradebook.read_text() == "grades"
-    assert public_file.read_text().startswith("[build-system]")
+    assert PUBLIC_FILE.read_text().startswith("[build-system]")
 
 
 def test_grader_package_cannot_be_imported_by_the_kernel(host):
@@ -140,19 +153,19 @@ def test_no_network(host):
     assert "connected" not in out and out.count("refused") == 2
 
 
-def test_two_hosts_get_different_uids_and_do_not_disturb_each_other(host):
-    with GradingHost(hide=[], compile_cache=None, limits=small_limits(), harness_source=PROBES) as other:
-        assert set(other.uid_block).isdisjoint(host.uid_block)
-        with host.notebook_kernel() as a, other.notebook_kernel() as b:
-            a.run_cell("import os, time")
-            b.run_cell("import os, time")
-            uid_a = int(a.run_cell("print(os.getuid())").output)
-            uid_b = int(b.run_cell("print(os.getuid())").output)
-            assert uid_a in host.uid_block and uid_b in other.uid_block
-            with other.notebook_kernel() as c:                # a run of the other host ends meanwhile...
-                c.run_cell("while True: pass")
-            assert b.run_cell("print('b alive')").output == "b alive\n"   # ...and neither kernel noticed
-            assert a.run_cell("print('a alive')").output == "a alive\n"
+def test_two_hosts_get_different_uids_and_do_not_disturb_each_other(host, hiding_host):
+    other = hiding_host[0]                                # a second host, of other settings
+    assert set(other.uid_block).isdisjoint(host.uid_block)
+    with host.notebook_kernel() as a, other.notebook_kernel() as b:
+        a.run_cell("import os, time")
+        b.run_cell("import os, time")
+        uid_a = int(a.run_cell("print(os.getuid())").output)
+        uid_b = int(b.run_cell("print(os.getuid())").output)
+        assert uid_a in host.uid_block and uid_b in other.uid_block
+        with other.notebook_kernel() as c:                # a run of the other host ends meanwhile...
+            c.run_cell("while True: pass")
+        assert b.run_cell("print('b alive')").output == "b alive\n"   # ...and neither kernel noticed
+        assert a.run_cell("print('a alive')").output == "a alive\n"
 
 
 def test_template_is_single_threaded_when_it_forks(host):
