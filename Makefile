@@ -17,7 +17,7 @@ TORCH_INDEX ?=
 $(STAMP): requirements.txt pyproject.toml
 	@echo "[setup 1/3] $(VENV): a virtual environment from $(PYTHON)"
 	@$(PYTHON) -c 'import shutil, sys; free = shutil.disk_usage(".").free / 2**30; \
-	sys.exit(0 if free >= $(SETUP_GIB) else f"not enough disk space to set up $(VENV): {free:.1f} GiB free here, the venv needs about $(SETUP_GIB) GiB (torch from PyPI is a CUDA build). Free some space, or set TORCH_INDEX to a CPU-only index.")'
+	sys.exit(0 if free >= $(SETUP_GIB) else f"not enough disk space to set up $(VENV): {free:.1f} GiB free here, the venv needs about $(SETUP_GIB) GiB (torch from PyPI is a CUDA build). Free some space; with TORCH_INDEX set to a CPU-only index about 2 GiB is enough (SETUP_GIB=2).")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "[setup 2/3] the pinned packages of requirements.txt. torch from PyPI is a CUDA build:"
 	@echo "            about 2.8 GB to download with its CUDA libraries and 6 GB installed; several minutes."
