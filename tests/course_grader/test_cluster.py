@@ -5,8 +5,9 @@ backend="eager": no inductor compile) and ex06 (no graded test), plus a file the
 rejects. One local run grades it as the reference, checked against the samples' expected
 verdicts. Two real-sandbox runs on the cluster must each end with the local run's gradebook
 (``Gradebook.snapshot``: every row but the timings): one while a worker is killed mid-task,
-and the run that resumes after its client was killed, in which nothing dies. Tests with a fake host (pickled by
-value to the workers) cover the retry-once rule and a worker that cannot set up.
+and the run that resumes after its client was killed, in which nothing dies. Tests with a
+fake host (pickled by value to the workers) cover the retry-once rule and a worker that
+cannot set up.
 """
 
 from __future__ import annotations

@@ -17,26 +17,26 @@ import json
 import pytest
 
 from course_grader.context import GradeContext
-from course_grader.orchestrate import ReplyCache
+from course_grader.orchestrate import ReplyCache, _Measurer
 from course_grader.protocol import check_json
 
 _REPLIES = ReplyCache()
 
 
-def fake_measure(harness: str, cache: ReplyCache | None = None):
-    module = importlib.import_module(f"course_grader.harness.{harness}")
+class _InProcessHost:
+    """``GradingHost.measure`` without the sandbox: the harness entry runs here, on a JSON copy."""
 
-    def measure(entry: str, payload: dict) -> dict:
-        key = ReplyCache.key(harness, entry, payload)
-        if cache is not None and (reply := cache.get(key)) is not None:
-            return reply
+    @staticmethod
+    def measure(harness: str, entry: str, payload: dict) -> dict:
+        module = importlib.import_module(f"course_grader.harness.{harness}")
         reply = getattr(module, entry)(json.loads(json.dumps(payload)))
         check_json(reply)
-        if cache is not None:
-            cache.put(key, reply)
         return json.loads(json.dumps(reply))
 
-    return measure
+
+def fake_measure(harness: str, cache: ReplyCache | None = None):
+    """``ctx.measure`` as grading builds it (``orchestrate._Measurer``), on the in-process host."""
+    return _Measurer(_InProcessHost(), harness, cache)
 
 
 def _without_markers(source: str) -> str:
