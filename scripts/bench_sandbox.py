@@ -3,7 +3,8 @@
     .venv/bin/python scripts/bench_sandbox.py [--runs N]
 
 Figures (wall clock, median of N):
-* template start: once per ``GradingHost`` (imports torch, Dynamo, inductor, IPython);
+* template start: once per grading process, by its first ``GradingHost`` (imports torch, Dynamo,
+  inductor, IPython);
 * notebook kernel: fork + namespaces + cgroup + mounts + IPython shell, one empty cell, teardown;
 * measuring child: the same for one ``measure`` call of an empty harness entry;
 * fresh interpreter: what each kernel paid before the fork server (``python -I`` importing
@@ -60,7 +61,7 @@ def main() -> int:
                    for _ in range(max(1, args.runs // 3))]
 
     print(f"{'what':<42}{'median s':>10}{'max s':>9}")
-    print(f"{'template start (once per grading run)':<42}{template_s:>10.2f}{template_s:>9.2f}")
+    print(f"{'template start (once per process)':<42}{template_s:>10.2f}{template_s:>9.2f}")
     for label, values in (("notebook kernel: start, 1 cell, stop", kernel_s),
                           ("measuring child: start, 1 call, stop", measure_s),
                           ("fresh interpreter (before the fork server)", fresh_s)):

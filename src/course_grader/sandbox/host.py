@@ -1,7 +1,8 @@
 """The grader's side of the sandbox: ``GradingHost``, ``NotebookKernel`` and ``measure``.
 
 One ``GradingHost`` per ``course grade`` run. It leases a block of uids (``uids.py``),
-finds this host's cgroups (``cgroups.py``) and starts the fork server (``template.py``).
+finds this host's cgroups (``cgroups.py``) and uses the process's fork server
+(``template.py``), started by the first host of the process.
 Every notebook kernel and every measuring request is a fresh run forked from that
 template, in its own PID, mount and network namespace and its own cgroup, under its own
 uid. The host watches each run from outside: replies must echo the request's nonce and
@@ -16,6 +17,7 @@ A fault the student's code caused comes back as data (``CellResult.fault``, or
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
@@ -174,6 +176,41 @@ class Template:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class _SharedTemplate:
+    """The one template of this process, shared by every ``GradingHost`` in it.
+
+    A template holds nothing of a host: hide lists, uids, cgroups, limits and the compile
+    cache all travel in each ``Spawn``. So a process that opens several hosts (a Dask worker,
+    a test session, a script grading twice) starts torch's imports once, not once per host.
+    It lives until this process ends: its control socket then closes and it exits (see
+    ``template.py``); ``close`` ends it earlier."""
+
+    lock = threading.Lock()
+    template: Template | None = None
+
+    @classmethod
+    def get(cls) -> Template:
+        """The running template: started on first use, restarted if it died."""
+        with cls.lock:
+            if cls.template is not None and not cls.template.alive():
+                cls.template.close()
+                cls.template = None
+            if cls.template is None:
+                cls.template = Template()
+            return cls.template
+
+    @classmethod
+    def close(cls) -> None:
+        with cls.lock:
+            if cls.template is not None:
+                cls.template.close()
+                cls.template = None
+
+
+close_template = _SharedTemplate.close
+atexit.register(close_template)
 
 
 class Run:
@@ -499,9 +536,7 @@ class GradingHost:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.template:
-            self.template.close()
-            self.template = None
+        self.template = None      # the process's template outlives the host (``_SharedTemplate``)
         if self.uids:
             self.uids.close()
 
@@ -510,13 +545,10 @@ class GradingHost:
         return range(self.uids.first, self.uids.first + 32) if self.uids else range(0)
 
     def ensure_template(self) -> Template:
-        """The running template; restarted once if it died (a grader fault for the run that saw it)."""
+        """The process's running template; restarted if it died (a grader fault for the run that saw it)."""
         with self._lock:
-            if self.template is None or not self.template.alive():
-                if self.template is not None:
-                    self.template.close()
-                self.template = Template()
-                self.notices += [n for n in self.template.notices if n not in self.notices]
+            self.template = _SharedTemplate.get()
+            self.notices += [n for n in self.template.notices if n not in self.notices]
             return self.template
 
     def next_cgroup_name(self) -> str:
