@@ -39,7 +39,7 @@ ALLOWED = AllowList(provided=frozenset({"torch", "time"}), imports=frozenset({"t
 CONDITIONS = (("cold", "inductor"), ("warm", "inductor"), ("eager", "eager"))
 SHAPE = (256, 1024)
 COPY_LIMIT_BYTES = 256 << 20
-NOT_COPIED = ("fxgraph", "aotautograd", "locks")
+NOT_COPIED = ("fxgraph", "aotautograd", "locks", "precompiled_headers")  # headers: 158 MB each, found by path
 REPORT_KEYS = {"backend", "eager_first_s", "eager_fastest_s", "compiled_first_s", "compiled_fastest_s",
                "cache", "speedup", "boundary"}
 MAX_TEXT = 400

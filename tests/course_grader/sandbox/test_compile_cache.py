@@ -60,17 +60,22 @@ def test_warming_runs_write_the_cache_for_later_runs(host, cache):
 
 
 def test_warm_cache_spares_the_students_inductor_compile(host):
-    code = ("import torch\n"
+    code = ("import glob, torch\n"
             "from torch._dynamo.utils import counters\n"
             "@torch.compile\n"
             "def f(x):\n"
             "    return torch.cos(x) * 3 - 1\n"
             "f(torch.ones(4))\n"
-            "print(sorted(counters['inductor'].items()))")
+            "print(sorted(counters['inductor'].items()))\n"
+            # inductor's precompiled header goes to /tmp (private to the run) whatever the cache dir:
+            # built there, it would cost every run that loads a kernel ~7 s and 158 MB
+            "print('headers:', glob.glob('/tmp/torchinductor_*/precompiled_headers/*'))")
     with host.warming(), host.notebook_kernel() as kernel:
-        assert "('fxgraph_cache_miss', 1)" in kernel.run_cell(code).output
+        output = kernel.run_cell(code).output
+        assert "('fxgraph_cache_miss', 1)" in output and "headers: []" in output, output
     with host.notebook_kernel() as kernel:
-        assert "('fxgraph_cache_hit', 1)" in kernel.run_cell(code).output
+        output = kernel.run_cell(code).output
+        assert "('fxgraph_cache_hit', 1)" in output and "headers: []" in output, output
 
 
 def test_only_root_can_enter_the_cache_on_the_host(host, cache):
