@@ -105,3 +105,31 @@ def pytest_terminal_summary(terminalreporter, config):
                                     f"{sum(ordinary.values())} started ordinarily")
         for why, n in sorted(ordinary.items()):
             terminalreporter.write_line(f"  {n} ordinary: {why}")
+
+
+@pytest.fixture(scope="session")
+def seed_compiled_kernels():
+    """``seed(folder)``: copy the C++ this machine's default inductor cache already built (kernels and
+    inductor's ISA probes) into a new cache ``folder``, and none of its compiled graphs.
+
+    A test that needs an FX graph cache miss in a fresh cache folder then pays for the miss, not for
+    five g++ ISA probes and their dlopen checks (~5 CPU-s) again. The folder still misses every graph;
+    with an empty default cache (a new machine) it is simply cold all through, as before.
+    """
+    import shutil
+    from pathlib import Path
+
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    source = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
+    graphs_and_big = shutil.ignore_patterns("fxgraph", "aotautograd", "locks", "precompiled_headers", "*.lock")
+
+    def seed(folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, folder, ignore=graphs_and_big, dirs_exist_ok=True)
+        for entry in folder.rglob("*"):  # writable by any uid, as a grader's warming run leaves them
+            entry.chmod(entry.stat().st_mode | (0o777 if entry.is_dir() else 0o666))
+        return folder
+
+    return seed

@@ -107,13 +107,13 @@ print(measure("warm", torch.compile(f), x, min_run_time=0.01).cache)
 """
 
 
-def test_inductor_cache_cold_then_warm(tmp_path):
-    """The one inductor test: a fresh cache dir misses, the same dir then hits; stderr stays empty."""
+def test_inductor_cache_cold_then_warm(tmp_path, seed_compiled_kernels):
+    """The one inductor test: a new cache dir (no graphs) misses, the same dir then hits; stderr stays empty."""
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(seed_compiled_kernels(tmp_path / "inductor")))
     proc = subprocess.run([sys.executable, "-c", INDUCTOR_SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[1:] == ["cold (FX graph cache miss)", "warm (FX graph cache hit)"]
