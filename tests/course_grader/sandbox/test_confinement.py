@@ -156,6 +156,7 @@ def test_no_network(host):
 def test_two_hosts_get_different_uids_and_do_not_disturb_each_other(host, hiding_host):
     other = hiding_host[0]                                # a second host, of other settings
     assert set(other.uid_block).isdisjoint(host.uid_block)
+    assert other.template is host.template                # and the process's one template (hides travel per run)
     with host.notebook_kernel() as a, other.notebook_kernel() as b:
         a.run_cell("import os, time")
         b.run_cell("import os, time")
