@@ -109,25 +109,18 @@ def pytest_terminal_summary(terminalreporter, config):
 
 @pytest.fixture(scope="session")
 def seed_compiled_kernels():
-    """``seed(folder)``: copy the C++ this machine's default inductor cache already built (kernels and
-    inductor's ISA probes) into a new cache ``folder``, and none of its compiled graphs.
+    """``seed(folder)``: the ex05 harness's copy of this machine's inductor cache (compiled C++:
+    kernels and inductor's ISA probes; none of its compiled graphs) into a new cache ``folder``.
 
     A test that needs an FX graph cache miss in a fresh cache folder then pays for the miss, not for
     five g++ ISA probes and their dlopen checks (~5 CPU-s) again. The folder still misses every graph;
     with an empty default cache (a new machine) it is simply cold all through, as before.
     """
-    import shutil
-    from pathlib import Path
+    from course_grader.harness.ex05 import copy_compiled_kernels
 
-    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-
-    source = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
-    graphs_and_big = shutil.ignore_patterns("fxgraph", "aotautograd", "locks", "precompiled_headers", "*.lock")
-
-    def seed(folder: Path) -> Path:
+    def seed(folder):
         folder.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, folder, ignore=graphs_and_big, dirs_exist_ok=True)
+        copy_compiled_kernels(folder)
         for entry in folder.rglob("*"):  # writable by any uid, as a grader's warming run leaves them
             entry.chmod(entry.stat().st_mode | (0o777 if entry.is_dir() else 0o666))
         return folder

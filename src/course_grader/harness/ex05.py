@@ -49,9 +49,8 @@ def fused(x):
     return torch.sin(x) * torch.cos(x) + 0.5 * torch.tanh(x)
 
 
-def _private_cache_dir() -> str:
-    """A new inductor cache directory: the host's compiled kernels if small enough, never its FX graphs."""
-    target = tempfile.mkdtemp(prefix="ex05-inductor-")
+def copy_compiled_kernels(target: Path) -> None:
+    """Copy into ``target`` the host cache's compiled C++ (kernels, ISA probes) if small enough, never its FX graphs."""
     base = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or
                 torch._inductor.runtime.cache_dir_utils.default_cache_dir())
     try:
@@ -59,9 +58,15 @@ def _private_cache_dir() -> str:
         size = sum(f.stat().st_size for p in entries for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
         if size <= COPY_LIMIT_BYTES:
             for p in entries:
-                (shutil.copytree if p.is_dir() else shutil.copy2)(p, Path(target) / p.name)
+                (shutil.copytree if p.is_dir() else shutil.copy2)(p, target / p.name)
     except OSError:
         pass  # no usable host cache: the C++ kernel is compiled too, which only takes longer
+
+
+def _private_cache_dir() -> str:
+    """A new inductor cache directory holding ``copy_compiled_kernels``' copy."""
+    target = tempfile.mkdtemp(prefix="ex05-inductor-")
+    copy_compiled_kernels(Path(target))
     return target
 
 
