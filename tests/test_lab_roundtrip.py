@@ -122,7 +122,7 @@ OPEN_AND_SAVE = """async (path) => {
 def lab_page(server):
     playwright = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM:
-        pytest.skip("no Chromium on this machine")
+        pytest.skip("no Chromium on this machine; as root, `make test` installs Debian's chromium")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:

@@ -5,7 +5,7 @@ contents, previous/next, every internal link (and its #fragment) resolving, stor
 load, search that finds "guard", the tlparse report, and not one request leaving 127.0.0.1.
 Expected titles and order are read from the notebooks themselves, not written here.
 
-Needs Debian's chromium at /usr/bin/chromium (`.ci/run` installs it when it runs as root);
+Needs Debian's chromium at /usr/bin/chromium (`make test` installs it when it runs as root);
 without it the module is skipped with that reason. Playwright drives it; no browser download.
 """
 
@@ -43,7 +43,7 @@ def _no_chromium_reason() -> str | None:
     if CHROMIUM.exists():
         return None
     return ("Debian's chromium is not installed at /usr/bin/chromium"
-            + ("; as root, run `apt-get install -y chromium` (.ci/run does)" if os.geteuid() == 0
+            + ("; as root, run `apt-get install -y chromium` (`make test` does)" if os.geteuid() == 0
                else " and this user is not root, so it cannot be installed here"))
 
 
