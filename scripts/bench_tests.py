@@ -4,7 +4,12 @@ Runs ``python -m pytest -n 2 --nbval --dist loadfile`` from the repository root
 (what ``make test`` runs) twice: first with ``TORCHINDUCTOR_CACHE_DIR`` pointed
 at a fresh temporary directory (cold), then again with the same directory
 (warm). Then each notebook alone under ``pytest --nbval``, cold and warm, with
-a fresh cache directory per notebook. Prints one small table.
+a fresh cache directory per notebook. Prints one small table: wall time, and the CPU
+time the whole machine was busy meanwhile (from /proc/stat, so run it on a quiet
+machine). On N cores no run can take less than its CPU time / N; the table prints
+that floor beside the goals. A reference figure for the machine's speed comes first
+(``import torch._dynamo`` in a fresh process), so figures from two machines can be
+compared.
 
   python scripts/bench_tests.py                 everything (takes a while)
   python scripts/bench_tests.py --only 01_      only notebooks whose path contains 01_ (no full run)
@@ -44,34 +49,60 @@ def notebooks(pattern: str | None) -> list[Path]:
     return [p for p in found if pattern is None or pattern in str(p.relative_to(ROOT))]
 
 
-def timed(command: list[str], cache_dir: str, log: Path | None) -> tuple[float, str]:
-    """Wall time of ``command`` with the given inductor cache dir, and pass/FAIL."""
+def busy_cpu_seconds() -> float:
+    """CPU time the whole machine has spent busy since boot (user, nice, system, irq, softirq)."""
+    with open("/proc/stat") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_reference(times: int = 3) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``import torch._dynamo`` in a fresh interpreter."""
+    walls, cpus = [], []
+    for _ in range(times):
+        before = os.times()
+        start = time.perf_counter()
+        subprocess.run([python(), "-c", "import torch._dynamo"], check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+        after = os.times()
+        cpus.append(after.children_user + after.children_system - before.children_user - before.children_system)
+    return sorted(walls)[times // 2], sorted(cpus)[times // 2]
+
+
+def timed(command: list[str], cache_dir: str, log: Path | None) -> tuple[float, float, str]:
+    """Wall time and machine-wide busy CPU time of ``command`` with the given inductor cache dir, and pass/FAIL."""
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)   # as under make (the Makefile unexports it)
+    cpu_start = busy_cpu_seconds()
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    cpu = busy_cpu_seconds() - cpu_start
     if log is not None:
         with log.open("a") as fh:
             fh.write(f"$ TORCHINDUCTOR_CACHE_DIR={cache_dir} {' '.join(command)}\n{proc.stdout}{proc.stderr}\n")
     summary = re.sub(r"\x1b\[[0-9;]*m", "", (proc.stdout.strip().splitlines() or [""])[-1])
-    return seconds, ("pass" if proc.returncode == 0 else f"FAIL (exit {proc.returncode}): {summary}")
+    return seconds, cpu, ("pass" if proc.returncode == 0 else f"FAIL (exit {proc.returncode}): {summary}")
 
 
-def cold_and_warm(command: list[str], log: Path | None) -> tuple[float, float, str]:
+def cold_and_warm(command: list[str], log: Path | None) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """(wall, cpu) cold, (wall, cpu) warm, and the status."""
     with tempfile.TemporaryDirectory(prefix="bench-inductor-") as cache_dir:
-        cold, cold_status = timed(command, cache_dir, log)
-        warm, warm_status = timed(command, cache_dir, log)
+        *cold, cold_status = timed(command, cache_dir, log)
+        *warm, warm_status = timed(command, cache_dir, log)
     status = cold_status if cold_status != "pass" else warm_status
-    return cold, warm, status
+    return tuple(cold), tuple(warm), status
 
 
-def table(rows: list[tuple[str, str, str, str]]) -> str:
-    header = ("what", "cold cache", "warm cache", "result")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+def table(rows: list[tuple[str, ...]]) -> str:
+    header = ("what", "cold cache", "cold CPU", "warm cache", "warm CPU", "result")
+    last = len(header) - 1
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def fmt(r: tuple[str, ...]) -> str:
         cells = zip(r, widths, strict=True)
-        return "  ".join(c.ljust(w) if i in (0, 3) else c.rjust(w) for i, (c, w) in enumerate(cells)).rstrip()
+        return "  ".join(c.ljust(w) if i in (0, last) else c.rjust(w) for i, (c, w) in enumerate(cells)).rstrip()
 
     return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)])
 
@@ -101,16 +132,25 @@ def main(argv: list[str] | None = None) -> int:
                   "   (cold, then warm with the same dir)")
         return 0
 
-    rows = []
+    print("timing the machine: import torch._dynamo in a fresh interpreter ...", file=sys.stderr, flush=True)
+    ref_wall, ref_cpu = machine_reference()
+    print(f"this machine: {os.cpu_count()} cores; import torch._dynamo takes {ref_wall:.1f} s "
+          f"({ref_cpu:.1f} CPU-s), median of 3")
+    rows, full = [], None
     for name, command in jobs:
         print(f"timing {name} ...", file=sys.stderr, flush=True)
-        cold, warm, status = cold_and_warm(command, args.log)
-        rows.append((name, f"{cold:.1f} s", f"{warm:.1f} s", status))
+        (cold, cold_cpu), (warm, warm_cpu), status = cold_and_warm(command, args.log)
+        rows.append((name, f"{cold:.1f} s", f"{cold_cpu:.0f} CPU-s", f"{warm:.1f} s", f"{warm_cpu:.0f} CPU-s", status))
+        if name == "make test (full)":
+            full = (cold, cold_cpu, warm, warm_cpu)
     print(table(rows))
-    full = [r for r in rows if r[0] == "make test (full)"]
     if full:
+        cores = os.cpu_count() or 1
+        cold, cold_cpu, warm, warm_cpu = full
         print(f"\ngoals for the full test command on this 2-core machine, quiet: "
-              f"<= {GOAL_WARM_S} s warm (measured {full[0][2]}), <= {GOAL_COLD_S} s cold (measured {full[0][1]})")
+              f"<= {GOAL_WARM_S} s warm (measured {warm:.1f} s), <= {GOAL_COLD_S} s cold (measured {cold:.1f} s)")
+        print(f"floor on {cores} cores (CPU time / cores, if every core were busy throughout): "
+              f"{warm_cpu / cores:.0f} s warm, {cold_cpu / cores:.0f} s cold")
     return 0 if all(r[3] == "pass" for r in rows) else 1
 
 
