@@ -55,7 +55,8 @@ def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, floa
     procs = start_hogs(hogs)
     try:
         start = time.perf_counter()
-        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}   # as under make
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
         seconds = time.perf_counter() - start
     finally:
         stop_hogs(procs)
