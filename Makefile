@@ -43,7 +43,8 @@ browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "[setup] Debian's chromium, for the browser tests (apt-get, once)"; \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-	  || { echo "could not install chromium: the browser tests will be skipped"; [ -z "$$CI" ]; }; \
+	  || if [ -n "$$CI" ]; then echo "could not install chromium, and CI runs the browser tests: stopping"; exit 1; \
+	     else echo "could not install chromium: the browser tests will be skipped"; fi; \
 	fi
 
 ## test: unit tests plus `pytest --nbval` over notebooks/ and solutions/
