@@ -39,10 +39,12 @@ course: $(STAMP)
 ## browser: Debian's chromium for the browser tests (tests/test_site.py, tests/test_lab_roundtrip.py),
 ##          installed once with apt-get when we are root; otherwise those tests are skipped, saying why.
 ##          A failed install stops CI (CI=true) and only warns elsewhere.
+CHROMIUM ?= /usr/bin/chromium
+APT_GET  ?= apt-get
 browser:
-	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v $(APT_GET) >/dev/null; then \
 	  echo "[setup] Debian's chromium, for the browser tests (apt-get, once)"; \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  { $(APT_GET) update -qq && DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq chromium >/dev/null; } \
 	  || if [ -n "$$CI" ]; then echo "could not install chromium, and CI runs the browser tests: stopping"; exit 1; \
 	     else echo "could not install chromium: the browser tests will be skipped"; fi; \
 	fi
