@@ -16,7 +16,8 @@ def tiny_notebook(path, *, error_cell=True):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     cells = [
         new_markdown_cell("# A tiny lesson\n\nText."),
-        new_code_cell("import tempfile, os\nclass Thing: pass\nprint(Thing())\nprint(tempfile.mkdtemp())"),
+        new_code_cell("import tempfile, os\nclass Thing: pass\nprint(Thing())\n"
+                      "print(folder := tempfile.mkdtemp())\nos.rmdir(folder)"),
         new_code_cell("Thing()"),
         new_code_cell("import inspect\nprint(inspect.getsourcefile(lambda: 0))"),
     ]

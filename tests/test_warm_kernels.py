@@ -177,6 +177,7 @@ def test_the_template_and_its_kernels_end_when_their_owner_closes_it(warm_spec, 
     assert select.select([kernel], [], [], 30)[0], "the kernel outlived its template"
     os.close(kernel)
     assert template.proc.poll() is not None
+    assert not Path(template.folder.name).exists()
     Path(km.connection_file).unlink()
 
 
@@ -187,7 +188,7 @@ from compile_course.warm_kernels.provisioner import Template
 template = Template(dict(os.environ))
 connection, _ = write_connection_file(sys.argv[1])
 kernel = template.fork(["-f", connection], dict(os.environ), os.path.dirname(connection))
-print(json.dumps([template.proc.pid, kernel]), flush=True)
+print(json.dumps([template.proc.pid, kernel, template.folder.name]), flush=True)
 time.sleep(600)
 """
 
@@ -200,7 +201,7 @@ def test_a_killed_owner_takes_its_template_and_kernels_with_it(tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "kernel.json")],
                              stdout=subprocess.PIPE, text=True)
     try:
-        template, kernel = json.loads(owner.stdout.readline())
+        template, kernel, folder = json.loads(owner.stdout.readline())
         fds = [os.pidfd_open(template), os.pidfd_open(kernel)]
     finally:
         owner.send_signal(signal.SIGKILL)
@@ -208,3 +209,4 @@ def test_a_killed_owner_takes_its_template_and_kernels_with_it(tmp_path):
     for fd in fds:
         assert select.select([fd], [], [], 30)[0], "a process outlived the killed owner"
         os.close(fd)
+    assert not Path(folder).exists(), "the template left its socket folder behind"

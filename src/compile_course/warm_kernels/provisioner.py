@@ -71,7 +71,8 @@ class Template:
 
     def __init__(self, env: dict[str, str]):
         self.env = dict(env)
-        self.folder = tempfile.TemporaryDirectory(prefix="course-warm-kernels-")
+        # the template removes the folder itself when its owner is gone (see server.remove_socket)
+        self.folder = tempfile.TemporaryDirectory(prefix="course-warm-kernels-", ignore_cleanup_errors=True)
         self.socket = str(Path(self.folder.name) / "template.sock")
         hook = str(Path(__file__).with_name("template_hook"))
         template_env = {**self.env, "COURSE_WARM_TEMPLATE": self.socket,

@@ -96,6 +96,18 @@ def become_kernel(request: dict, hook_dir: str, imported_env: tuple[dict, list])
     return list(request["args"])
 
 
+def remove_socket(path: str) -> None:
+    """Remove the socket and, when nothing else is in it, its folder (the owner's temporary one).
+
+    The owner removes them too when it closes the template; a killed owner never does.
+    """
+    for remove, target in ((os.unlink, path), (os.rmdir, os.path.dirname(path))):
+        try:
+            remove(target)
+        except OSError:
+            return
+
+
 def serve(path: str, hook_dir: str) -> list[str]:
     """Preload, then fork a kernel per request. Returns only in a forked child (its argv).
 
@@ -118,7 +130,8 @@ def serve(path: str, hook_dir: str) -> list[str]:
     while True:
         for key, _ in events.select():
             if key.data == "owner" and not sys.stdin.buffer.read1(1):
-                os._exit(0)                               # stdin closed: the owner is gone
+                remove_socket(path)                       # stdin closed: the owner is gone,
+                os._exit(0)                               # perhaps killed before it could clean up
             if key.data != "request":
                 continue
             conn, _ = listener.accept()
