@@ -50,8 +50,18 @@ def stop_hogs(hogs: list[subprocess.Popen]) -> None:
         hog.wait()
 
 
+def failures(output: str) -> list[str]:
+    """pytest's "FAILED ..." and "ERROR ..." lines (its short test summary), colour codes removed."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
+    return [line for line in plain.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+
+
 def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, float, str]:
-    """Run the test command once beside ``hogs`` busy loops: (passed, wall seconds, last line)."""
+    """Run the test command once beside ``hogs`` busy loops: (passed, wall seconds, what to report).
+
+    A failed run reports pytest's last line and the tests that failed, so a failure that only
+    load brings out is named even when no --log was asked for.
+    """
     procs = start_hogs(hogs)
     try:
         start = time.perf_counter()
@@ -64,7 +74,7 @@ def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, floa
     if log is not None:
         with log.open("a") as fh:
             fh.write(f"=== {hogs} hog(s): exit {proc.returncode}, {seconds:.1f} s\n{proc.stdout}{proc.stderr}\n")
-    return proc.returncode == 0, seconds, last
+    return proc.returncode == 0, seconds, "\n    ".join([last, *failures(proc.stdout)])
 
 
 def main(argv: list[str] | None = None) -> int:
