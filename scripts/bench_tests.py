@@ -40,6 +40,17 @@ def full_command(jobs: int) -> list[str]:
     return [python(), "-m", "pytest", "-n", str(jobs), "--nbval", "--dist", "loadfile", "-q"]
 
 
+def test_env(**extra: str) -> dict[str, str]:
+    """The environment make gives the test command: the Makefile unexports PYTHONDONTWRITEBYTECODE."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def notebook_command(path: Path) -> list[str]:
     return [python(), "-m", "pytest", "-p", "no:xdist", "--nbval", "-q", str(path.relative_to(ROOT))]
 
@@ -72,8 +83,7 @@ def machine_reference(times: int = 3) -> tuple[float, float]:
 
 def timed(command: list[str], cache_dir: str, log: Path | None) -> tuple[float, float, str]:
     """Wall time and machine-wide busy CPU time of ``command`` with the given inductor cache dir, and pass/FAIL."""
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)   # as under make (the Makefile unexports it)
+    env = test_env(TORCHINDUCTOR_CACHE_DIR=cache_dir)
     cpu_start = busy_cpu_seconds()
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -82,7 +92,7 @@ def timed(command: list[str], cache_dir: str, log: Path | None) -> tuple[float, 
     if log is not None:
         with log.open("a") as fh:
             fh.write(f"$ TORCHINDUCTOR_CACHE_DIR={cache_dir} {' '.join(command)}\n{proc.stdout}{proc.stderr}\n")
-    summary = re.sub(r"\x1b\[[0-9;]*m", "", (proc.stdout.strip().splitlines() or [""])[-1])
+    summary = plain((proc.stdout.strip().splitlines() or [""])[-1])
     return seconds, cpu, ("pass" if proc.returncode == 0 else f"FAIL (exit {proc.returncode}): {summary}")
 
 

@@ -17,25 +17,17 @@ It prints figures and returns 1 if any run failed; it asserts nothing about time
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_tests import ROOT, plain, test_env  # noqa: E402
+from bench_tests import full_command as test_command  # noqa: E402
+
 HOG_CODE = "while True: pass"
-
-
-def python() -> str:
-    return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
-
-
-def test_command(jobs: int) -> list[str]:
-    return [python(), "-m", "pytest", "-n", str(jobs), "--nbval", "--dist", "loadfile", "-q"]
 
 
 def start_hogs(n: int) -> list[subprocess.Popen]:
@@ -51,9 +43,8 @@ def stop_hogs(hogs: list[subprocess.Popen]) -> None:
 
 
 def failures(output: str) -> list[str]:
-    """pytest's "FAILED ..." and "ERROR ..." lines (its short test summary), colour codes removed."""
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    return [line for line in plain.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    """pytest's "FAILED ..." and "ERROR ..." lines (its short test summary)."""
+    return [line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
 
 
 def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, float, str]:
@@ -65,16 +56,16 @@ def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, floa
     procs = start_hogs(hogs)
     try:
         start = time.perf_counter()
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}   # as under make
-        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=test_env())
         seconds = time.perf_counter() - start
     finally:
         stop_hogs(procs)
-    last = re.sub(r"\x1b\[[0-9;]*m", "", (proc.stdout.strip().splitlines() or [""])[-1])
+    output = plain(proc.stdout)
+    last = (output.strip().splitlines() or [""])[-1]
     if log is not None:
         with log.open("a") as fh:
             fh.write(f"=== {hogs} hog(s): exit {proc.returncode}, {seconds:.1f} s\n{proc.stdout}{proc.stderr}\n")
-    return proc.returncode == 0, seconds, "\n    ".join([last, *failures(proc.stdout)])
+    return proc.returncode == 0, seconds, "\n    ".join([last, *failures(output)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,8 +71,9 @@ class Template:
 
     def __init__(self, env: dict[str, str]):
         self.env = dict(env)
-        # the template removes the folder itself when its owner is gone (see server.remove_socket)
-        self.folder = tempfile.TemporaryDirectory(prefix="course-warm-kernels-", ignore_cleanup_errors=True)
+        # the template also removes it when its owner is gone (server.remove_socket); cleanup() then finds
+        # it gone, which TemporaryDirectory ignores
+        self.folder = tempfile.TemporaryDirectory(prefix="course-warm-kernels-")
         self.socket = str(Path(self.folder.name) / "template.sock")
         hook = str(Path(__file__).with_name("template_hook"))
         template_env = {**self.env, "COURSE_WARM_TEMPLATE": self.socket,
