@@ -7,12 +7,19 @@ provided code kept), model answers become a prompt, hidden tests and rubrics
 are removed, outputs and execution counts are cleared, locked and test cells
 become read-only. A re-run is byte-identical, so ``course release --check``
 can compare a fresh release in memory with what is on disk.
+
+Release never overwrites work. ``exercises/.released.json`` records the SHA-256 of each
+file it wrote; a file on disk that matches neither that record nor the new release was
+changed by hand (a student who answered in ``exercises/`` rather than in their workspace,
+``work/``), and the release stops, names it and changes nothing, unless ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +31,20 @@ from .model import ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise, Exer
 
 ANSWER_PROMPT = "*Write your answer here.*"
 ReleaseError = ExerciseFormatError   # the name release callers know
+MANIFEST = ".released.json"          # in exercises/: {file name: SHA-256 of the text the release wrote}
+
+
+class ChangedByHand(RuntimeError):
+    """A release would overwrite exercise files that were edited after the last release."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        names = ", ".join(str(p) for p in paths)
+        super().__init__(
+            f"not released: {names} changed since the last release (answers or outputs typed into the "
+            "course's own copy?), and a release would overwrite it. Nothing was written. Work in your "
+            "workspace instead: `course workspace` (or `make lab`) copies the exercises to work/exercises/; copy "
+            f"your answers there first. To discard the changes: course release --force")
 
 
 def stub_line(indent: str, cell_id: str) -> str:
@@ -100,13 +121,47 @@ def _sources(solutions_dir: Path) -> list[Path]:
     return sorted(Path(solutions_dir).glob("ex[0-9][0-9]_*.ipynb"))
 
 
-def release_all(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_text(texts: dict[str, str]) -> str:
+    return json.dumps({name: _digest(text.encode("utf-8")) for name, text in sorted(texts.items())},
+                      indent=1, sort_keys=True) + "\n"
+
+
+def _read_manifest(exercises_dir: Path) -> dict[str, str]:
+    try:
+        data = json.loads((exercises_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def changed_by_hand(exercises_dir: Path, texts: dict[str, str]) -> list[Path]:
+    """Exercise files that a release of ``texts`` would overwrite although the last release did not write them."""
+    released = _read_manifest(exercises_dir)
+    changed = []
+    for name, text in texts.items():
+        target = exercises_dir / name
+        if not target.is_file():
+            continue
+        current = _digest(target.read_bytes())
+        if current != _digest(text.encode("utf-8")) and current != released.get(name):
+            changed.append(target)
+    return changed
+
+
+def release_all(solutions_dir: Path, exercises_dir: Path, force: bool = False) -> list[Path]:
     """Write every exercise notebook; return the paths written (in order).
 
     Every source is rendered before anything is written, so a malformed source
-    leaves exercises/ untouched."""
+    leaves exercises/ untouched. Raises ``ChangedByHand``, writing nothing, when a file
+    was edited since the last release (unless ``force``)."""
     exercises_dir = Path(exercises_dir)
     texts = {source.name: render(source) for source in _sources(solutions_dir)}
+    if not force and (changed := changed_by_hand(exercises_dir, texts)):
+        raise ChangedByHand(changed)
     exercises_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in texts.items():
@@ -114,6 +169,10 @@ def release_all(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
         written.append(target)
+    manifest = exercises_dir / MANIFEST
+    new_manifest = manifest_text(texts)
+    if not manifest.is_file() or manifest.read_text(encoding="utf-8") != new_manifest:
+        manifest.write_text(new_manifest, encoding="utf-8")
     return written
 
 
@@ -130,6 +189,9 @@ def check_all(solutions_dir: Path, exercises_dir: Path) -> list[str]:
     for extra in sorted(Path(exercises_dir).glob("ex[0-9][0-9]_*.ipynb")):
         if extra.name not in expected:
             problems.append(f"{extra}: has no source in solutions/")
+    manifest = Path(exercises_dir) / MANIFEST
+    if not manifest.is_file() or manifest.read_text(encoding="utf-8") != manifest_text(expected):
+        problems.append(f"{manifest}: does not record this release")
     return problems
 
 
@@ -139,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with a fresh release in memory; exit 1 on any difference")
     parser.add_argument("--solutions", type=Path, default=SOLUTIONS)
     parser.add_argument("--exercises", type=Path, default=EXERCISES)
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite exercise files even if they were edited since the last release")
     args = parser.parse_args(argv)
     try:
         if args.check:
@@ -148,10 +212,13 @@ def main(argv: list[str] | None = None) -> int:
             print("exercises are up to date" if not problems
                   else f"{len(problems)} exercise file(s) out of date: run `course release`")
             return 1 if problems else 0
-        written = release_all(args.solutions, args.exercises)
+        written = release_all(args.solutions, args.exercises, force=args.force)
     except ExerciseFormatError as exc:
         print(f"release failed: {exc}", file=sys.stderr)
         return 2
+    except ChangedByHand as exc:
+        print(f"course release: {exc}", file=sys.stderr)
+        return 1
     for path in written:
         print(f"  {path.name}")
     print(f"released {len(written)} exercise(s) -> {args.exercises}")

@@ -59,7 +59,8 @@ def test_check_detects_a_hand_edit_and_a_missing_file(tmp_path, capsys):
     assert release.main(["--check", *args]) == 1
     out = capsys.readouterr().out
     assert "ex01_capture_boundary.ipynb: differs" in out and "ex02_diagnose.ipynb: missing" in out
-    assert release.main(args) == 0 and release.main(["--check", *args]) == 0  # a release repairs it
+    assert release.main(args) == 1   # the hand edit stops the release (see the next tests) ...
+    assert release.main([*args, "--force"]) == 0 and release.main(["--check", *args]) == 0  # ... --force repairs it
 
 
 @pytest.mark.parametrize("source", SOLUTIONS, ids=lambda p: p.stem)
@@ -138,3 +139,41 @@ def test_ids_must_match_and_be_unique(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "ex99_x.ipynb")
     with pytest.raises(ExerciseFormatError, match="must equal"):
         Exercise.load(tmp_path / "ex99_x.ipynb")
+
+
+def _hand_edit(path: Path, text: str) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(text))
+    nbformat.write(nb, path)
+
+
+def test_release_refuses_to_overwrite_an_answer_typed_into_exercises(tmp_path, capsys):
+    """A student who answered in exercises/ loses nothing to `make release` / `make course`."""
+    shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
+    answered = tmp_path / "exercises" / "ex02_diagnose.ipynb"
+    _hand_edit(answered, "BREAKS = {'my answer': 1}")
+    mine = answered.read_bytes()
+    args = ["--solutions", str(ROOT / "solutions"), "--exercises", str(tmp_path / "exercises")]
+    assert release.main(args) == 1
+    err = capsys.readouterr().err
+    assert "ex02_diagnose.ipynb" in err and "Nothing was written" in err and "work/" in err
+    assert answered.read_bytes() == mine
+    with pytest.raises(release.ChangedByHand) as raised:
+        release.release_all(ROOT / "solutions", tmp_path / "exercises")
+    assert raised.value.paths == [answered]
+    # --force is the explicit way to discard it
+    assert release.main([*args, "--force"]) == 0
+    assert answered.read_bytes() == (ROOT / "exercises" / "ex02_diagnose.ipynb").read_bytes()
+
+
+def test_a_changed_solution_still_releases_over_the_last_release(tmp_path):
+    """The instructor's edit to a solution reaches exercises/: the file there is what the last release wrote."""
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
+    first = release.release_all(tmp_path / "solutions", tmp_path / "exercises")
+    source = tmp_path / "solutions" / "ex02_diagnose.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells[0].source += "\n\nA clarification."
+    nbformat.write(nb, source)
+    second = release.release_all(tmp_path / "solutions", tmp_path / "exercises")
+    assert first == second and "A clarification." in (tmp_path / "exercises" / "ex02_diagnose.ipynb").read_text()
+    assert release.check_all(tmp_path / "solutions", tmp_path / "exercises") == []
