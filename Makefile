@@ -53,9 +53,12 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile
 
-## lab: open JupyterLab at the course root (notebooks/, exercises/ and solutions/ all reachable), on lesson 01
+## lab: JupyterLab on your workspace, work/ (copies of the lessons and exercises that are yours to edit;
+##      new ones are added, your changes never overwritten), opened at lesson 01. As root too.
+##      Extra flags for jupyter lab:  make lab LAB_ARGS="--no-browser --port 8899"
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/01_lesson_goals.ipynb --ServerApp.root_dir="$(CURDIR)"
+	$(BIN)/course lab $(LAB_ARGS)
 
 ## site: build the course site alone into build/site/ (Sphinx over the stored outputs, plus a tlparse report)
 site: $(STAMP)
