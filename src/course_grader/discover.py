@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+STUDENT_ID_RULE = "ASCII letters, digits, '.', '_', '-'; at most 64, starting with a letter or digit"
 EXERCISE_ID = re.compile(r"^ex\d\d$")
 EXERCISE_PREFIX = re.compile(r"^(ex\d\d)(?![0-9])")
 SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", ".git"}
@@ -64,8 +65,16 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _ids(parts: list[str]) -> tuple[str | None, str | None, str]:
-    """``(student, exercise, problem)`` from the path parts below the submissions folder."""
+def exercise_of(file_name: str) -> str | None:
+    """``"exNN"`` from a notebook's file name (after any ``STUDENT__``), or None: how the grader
+    recognises the exercise."""
+    m = EXERCISE_PREFIX.match(file_name)
+    return m.group(1) if m else None
+
+
+def attribute(parts: list[str]) -> tuple[str | None, str | None, str]:
+    """``(student, exercise, problem)`` from the path parts below the submissions folder
+    (``["alice", "ex01_x.ipynb"]`` or ``["alice__ex01_x.ipynb"]``); ``problem`` is "" when both are known."""
     name = parts[-1]
     if len(parts) == 2:
         student, file_part = parts[0], name
@@ -75,11 +84,9 @@ def _ids(parts: list[str]) -> tuple[str | None, str | None, str]:
         return None, None, "cannot tell the student: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
     else:
         return None, None, "too deep: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
-    m = EXERCISE_PREFIX.match(file_part)
-    exercise = m.group(1) if m else None
+    exercise = exercise_of(file_part)
     if not STUDENT_ID.match(student):
-        return None, exercise, (f"student id {student[:40]!r} is not allowed "
-                                "(letters, digits, '.', '_', '-'; at most 64)")
+        return None, exercise, f"student id {student[:40]!r} is not allowed ({STUDENT_ID_RULE})"
     if exercise is None:
         return student, None, "the file name does not start with an exercise id (exNN_...)"
     return student, exercise, ""
@@ -114,7 +121,7 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
             rel = "/".join(sub)
             if name.startswith("."):
                 if name.endswith(".ipynb"):  # a hidden notebook is reported, never silently dropped
-                    student, exercise, _ = _ids(parts + [name.lstrip(".")])  # attributed as if visible
+                    student, exercise, _ = attribute(parts + [name.lstrip(".")])  # attributed as if visible
                     try:
                         st = entry.stat(follow_symlinks=False)
                         when, size = st.st_mtime_ns, st.st_size
@@ -128,10 +135,10 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
                 st = entry.stat(follow_symlinks=False)     # lstat: before anything else
             except OSError as exc:
                 if name.endswith(".ipynb"):
-                    found.append(Candidate(rel, Path(entry.path), *_ids(sub)[:2],
+                    found.append(Candidate(rel, Path(entry.path), *attribute(sub)[:2],
                                            f"cannot examine the file ({exc.strerror or exc})"))
                 continue
-            student, exercise, problem = _ids(sub)
+            student, exercise, problem = attribute(sub)
             if name.endswith(".ipynb"):
                 if not stat.S_ISREG(st.st_mode):
                     reason = f"{_kind(st.st_mode)}, not a regular file"

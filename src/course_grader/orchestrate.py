@@ -301,22 +301,28 @@ def _fault_reason(faults: list[tuple[str, Any]], retried: bool) -> tuple[bool, s
                    f"{' (confirmed by a second run, alone)' if retried else ''}")
 
 
+def match_cells(ex: Exercise, notebook: dict) -> Checked:
+    """The integrity step: ``integrity.check``, where a notebook whose cells cannot even be matched
+    is a rejection (``Checked.reject``), never a stopped batch. ``course check``/``submit`` call it too."""
+    try:
+        return check(ex, notebook)
+    except Exception as exc:  # noqa: BLE001 - a malformed notebook is the file's problem, never a stopped batch
+        return Checked(reject=f"the notebook's cells could not be matched to the exercise ({type(exc).__name__})")
+
+
 def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = False,
-                     cache: ReplyCache | None = None) -> tuple[Attempt | None, Timing | None, bool]:
+                     cache: ReplyCache | None = None, feedback: bool = True
+                     ) -> tuple[Attempt | None, Timing | None, bool]:
     """``(attempt, timing, needs a second run alone)``; the attempt is None when it must be re-run.
 
-    ``final``: this run's faults count (no second run follows); ``retried``: this is the second run."""
+    ``final``: this run's faults count (no second run follows); ``retried``: this is the second run.
+    ``feedback=False`` skips the feedback run (``course check``: it never changes a verdict)."""
     start = time.perf_counter()
     cand, ex = job.cand, job.ex
     attempt = Attempt(job.key, cand.student, ex.id, ex.name, ex.title, cand.rel, job.loaded.sha256, ex.sha256,
                       AttemptStatus.GRADED, auto_possible=ex.auto_points, manual_possible=ex.manual_points,
                       notices=list(job.loaded.notices))
-    try:
-        checked = check(ex, job.loaded.notebook)
-    except Exception as exc:  # noqa: BLE001 - a malformed notebook is the file's problem, never a stopped batch
-        attempt.status = AttemptStatus.REJECTED
-        attempt.reason = f"the notebook's cells could not be matched to the exercise ({type(exc).__name__})"
-        return attempt, None, False
+    checked = match_cells(ex, job.loaded.notebook)
     if checked.reject:
         attempt.status, attempt.reason = AttemptStatus.REJECTED, checked.reject
         return attempt, None, False
@@ -325,7 +331,10 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
     attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""),
                                   c.rubric, c.points)
                        for c in ex.answers]
-    if retried:
+    student_cpu = 0.0
+    if not feedback:
+        tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for, cache)
+    elif retried:
         # the second run of a submission is alone: nothing else runs, not even its own feedback kernel
         attempt.cells, attempt.notes, student_cpu = feedback_run(host, checked)
         tests, faults, verdict_s = verdicts(ex, checked, host, verdict_for, cache)
@@ -355,6 +364,16 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
         attempt.reason = attempt.notes[0]
     attempt.seconds = time.perf_counter() - start
     return attempt, Timing(cand.rel, attempt.seconds, student_cpu, verdict_s), False
+
+
+def grade_one(job: _Job, host, verdict_for, cache: ReplyCache | None = None, feedback: bool = True) -> Attempt | None:
+    """One submission with nothing else to grade (the model answers at warm-up, ``course check``):
+    graded, and graded once more (its faults then final) after a measuring fault, as a class run does."""
+    attempt, _, again = grade_submission(job, host, verdict_for, final=False, cache=cache, feedback=feedback)
+    if again:
+        attempt, _, _ = grade_submission(job, host, verdict_for, final=True, retried=True, cache=cache,
+                                         feedback=feedback)
+    return attempt
 
 
 def _rejected(cand: Candidate, loaded: Loaded, ex: Exercise | None, exercises: dict[str, Exercise],
@@ -388,6 +407,15 @@ def _default_host(hide: list[Path], compile_cache: Path | None, limits):
     return GradingHost(hide=hide, compile_cache=compile_cache, limits=limits or Limits())
 
 
+def load_submission(cand: Candidate, max_bytes: int = MAX_FILE_BYTES) -> Loaded:
+    """The load step: ``load.read_submission``, where even an unexpected failure is a rejection with
+    a reason, never a stopped batch. ``course check``/``submit`` call it too."""
+    try:
+        return read_submission(cand, max_bytes)
+    except Exception as exc:  # noqa: BLE001 - a bad file is a rejection, never a stopped batch
+        return Loaded(cand, reason=f"cannot be read ({type(exc).__name__})")
+
+
 def _plan(subs: Path, exercises: dict[str, Exercise], only: str | None, max_bytes: int, report: ClassReport):
     """Find and read every submission; choose one per (student, exercise). ``(groups, loaded)``."""
     candidates, problems = discover(subs)
@@ -397,10 +425,7 @@ def _plan(subs: Path, exercises: dict[str, Exercise], only: str | None, max_byte
     loaded: dict[str, Loaded] = {}
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for cand in candidates:
-        try:
-            loaded[cand.rel] = read_submission(cand, max_bytes)
-        except Exception as exc:  # noqa: BLE001 - a bad file is a rejection, never a stopped batch
-            loaded[cand.rel] = Loaded(cand, reason=f"cannot be read ({type(exc).__name__})")
+        loaded[cand.rel] = load_submission(cand, max_bytes)
         if cand.student is None:
             report.unattributed.append(f"{cand.rel}: {cand.reason or loaded[cand.rel].reason}")
             continue
@@ -588,9 +613,7 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
         nb = answered_notebook(ex)
         cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
         job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
-        attempt, _, again = grade_submission(job, host, verdict_for, final=False, cache=cache)
-        if again:   # a measuring fault: once more before calling the model answers broken
-            attempt, _, _ = grade_submission(job, host, verdict_for, final=True, retried=True, cache=cache)
+        attempt = grade_one(job, host, verdict_for, cache)
         if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
             detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
                                for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)
