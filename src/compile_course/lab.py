@@ -32,7 +32,7 @@ LAB_SETTINGS = ROOT / "lab" / "settings"   # overrides.json: JupyterLab's own me
 def lab_command(workspace: Path, extra: list[str]) -> list[str]:
     """The ``jupyter lab`` command line (``python -m jupyterlab`` of this environment)."""
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={workspace}",
-               f"--ServerApp.default_url=/lab/tree/{FIRST_LESSON}",
+               f"--LabApp.default_url=/lab/tree/{FIRST_LESSON}",
                f"--LabApp.app_settings_dir={LAB_SETTINGS}"]
     if os.geteuid() == 0 and "--allow-root" not in extra:
         command.append("--allow-root")   # Jupyter refuses root without it; containers often run as root
