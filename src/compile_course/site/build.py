@@ -1,7 +1,7 @@
 """Build the course site: Sphinx + myst-nb over the stored notebooks, plus the tlparse report.
 
-``build_site(out)`` stages ``site/*.md``, ``notebooks/*.ipynb`` and
-``exercises/*.ipynb`` into one source folder (the layout of the checkout, so
+``build_site(out)`` stages ``site/*.md``, ``notebooks/*.ipynb``,
+``exercises/*.ipynb`` and the student guide ``docs/students.md`` into one source folder (the layout of the checkout, so
 the notebooks' relative links resolve), runs Sphinx with ``site/conf.py``,
 and publishes tlparse's report at ``out/tlparse/index.html``. Stored outputs
 are rendered as they are; no notebook is executed (``nb_execution_mode =
@@ -20,6 +20,7 @@ from ..paths import BUILD, EXERCISES, NOTEBOOKS, ROOT
 
 SITE_SOURCE = ROOT / "site"  # conf.py and the hand-written pages
 STAGED_FOLDERS = {"notebooks": NOTEBOOKS, "exercises": EXERCISES}
+STAGED_DOCS = ("students.md",)  # docs/ pages for students; the instructor docs stay out of the course site
 REPORT_FOLDER = "tlparse"  # the report's place in the site: tlparse/index.html
 
 
@@ -34,6 +35,10 @@ def stage_sources(stage: Path) -> None:
         target.mkdir()
         for notebook in sorted(folder.glob("*.ipynb")):
             shutil.copy2(notebook, target / notebook.name)
+    # the student guide, where the lessons' links expect it (../docs/students.md)
+    (stage / "docs").mkdir(exist_ok=True)
+    for page in STAGED_DOCS:
+        shutil.copy2(ROOT / "docs" / page, stage / "docs" / page)
     # the tlparse page shows the traced function from its real source
     shutil.copy2(Path(__file__).with_name("traced_lesson.py"), stage / "traced_lesson.py")
 
