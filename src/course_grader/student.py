@@ -219,9 +219,9 @@ def _stored_warm_up(ex: Exercise, exercises: dict[str, Exercise], folder: Path, 
     from . import cache_store, grader_key
 
     store = cache_store.default_store()
-    if not store.is_dir() or not os.access(store, os.R_OK | os.X_OK):
-        return False
     try:
+        if not store.is_dir() or not os.access(store, os.R_OK | os.W_OK | os.X_OK):
+            return False   # none here, or another user's (root's): a cold start, nothing created
         entry, _ = cache_store.open_entry({e.id: e.sha256 for e in exercises.values()}, grader_key(), store)
         if entry is None:
             return False
