@@ -6,6 +6,8 @@
   course render               render executed notebooks to HTML
   course release [--check]    regenerate exercises/ from solutions/
   course grade DIR [...]      grade a folder of student submissions
+  course check FILE           a student's notebook: what the grader will say, public tests included
+  course submit FILE --student ID   write the hand-in file handin/ID__exNN_slug.ipynb the grader expects
   course drift --torch V      re-run the course under another torch, report what changed
 """
 
@@ -167,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["grade"]:
         from course_grader.cli import main as grade_main
         return grade_main(argv[1:])
+    if argv[:1] == ["check"]:
+        from course_grader.student import check_main
+        return check_main(argv[1:])
+    if argv[:1] == ["submit"]:
+        from course_grader.student import submit_main
+        return submit_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -188,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     p_render.set_defaults(func=cmd_render)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
+    sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
+    sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
     sub.add_parser("drift",
                    help="re-run the course under another torch and report what changed (see course drift --help)")
     args = parser.parse_args(argv)
