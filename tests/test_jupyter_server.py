@@ -50,27 +50,34 @@ def test_a_lesson_cell_runs_on_the_course_venv_and_package(server):
     assert Path(where["cwd"]) == ROOT / "notebooks"  # the kernel starts next to the notebook, as in Lab
 
 
-def lesson_links() -> set[Path]:
-    """Every notebook a lesson links to (lessons, exercises), resolved from the lesson's folder."""
+def lesson_links(lessons: Path) -> set[Path]:
+    """Every file a lesson links to (lessons, exercises, the student guide), resolved from the lesson's folder."""
     targets = set()
-    for lesson in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for lesson in sorted(lessons.glob("[0-9][0-9]_*.ipynb")):
         for cell in nbformat.read(lesson, as_version=4).cells:
             if cell.cell_type == "markdown":
-                for link in re.findall(r"\]\(([^)#\s]+\.ipynb)", cell.source):
+                for link in re.findall(r"\]\(([^)#\s:]+\.(?:ipynb|md))", cell.source):
                     targets.add((lesson.parent / link).resolve())
     return targets
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_lab_serves_the_course_root_so_every_lesson_link_opens(server):
-    dry_run = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
-    match = re.search(r"jupyter lab .*--ServerApp\.root_dir=\"?([^\"\s]+)", dry_run)
-    assert match, dry_run
-    root = Path(match.group(1)).resolve()
-    assert root == ROOT
-    links = lesson_links()
-    assert any(p.parent.name == "exercises" for p in links) and any(p.parent.name == "notebooks" for p in links)
-    for target in sorted(links):
-        relative = target.relative_to(root)  # raises if Lab could not reach it from its root
-        model = server.api("GET", f"/api/contents/{relative.as_posix()}", params={"content": 0}).json()
-        assert model["type"] == "notebook", relative
+def test_make_lab_serves_the_workspace_so_every_lesson_link_opens(tmp_path_factory):
+    """`make lab` runs `course lab`, which serves the student's workspace: every link of every lesson
+    (to another lesson, an exercise, the student guide) opens there through a real server."""
+    from compile_course import lab, workspace
+
+    dry_run = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--port 8899"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60).stdout
+    assert re.search(r"/course lab --port 8899$", dry_run, re.M), dry_run
+    work = tmp_path_factory.mktemp("workspace") / "work"
+    workspace.sync(work)
+    command = lab.lab_command(work, [])
+    assert f"--ServerApp.root_dir={work}" in command
+    links = lesson_links(work / "notebooks")
+    assert {p.parent.name for p in links} >= {"notebooks", "exercises", "docs"}, links
+    with jupyter_server(work, tmp_path_factory.mktemp("jupyter-state")) as served:
+        for target in sorted(links):
+            relative = target.relative_to(work)  # raises if Lab could not reach it from its root
+            model = served.api("GET", f"/api/contents/{relative.as_posix()}", params={"content": 0}).json()
+            assert model["type"] == ("notebook" if target.suffix == ".ipynb" else "file"), relative
