@@ -356,7 +356,14 @@ def _write_handin(source: Path, insp: Inspection, target: Path) -> int:
             "save it and try again")
         return 1
     folder = target.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(prefix=".handin-", dir=folder)
+        probe.close()
+    except OSError as exc:
+        print(f"course submit: cannot write the hand-in folder {folder} ({exc.strerror or exc}); "
+              "give another one with --out DIR", file=sys.stderr)
+        return 2
     if os.path.exists(target) and os.path.samefile(os.path.realpath(source), target):
         say(f"{target} is already your hand-in (the file you named); nothing to do")
         return 0

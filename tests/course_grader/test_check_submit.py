@@ -217,3 +217,10 @@ def test_submit_names_the_exercise_from_the_file_name(tmp_path, capsys, exercise
     assert student.submit_main([str(other), "--student", "bo", "--out", str(tmp_path / "h")]) == 2
     assert "no exercise ex42" in capsys.readouterr().err
     assert os.listdir(tmp_path / "h") == ["bo__ex03_predict_recompiles.ipynb"]
+
+
+def test_submit_says_when_it_cannot_write_the_handin_folder(tmp_path, capsys, exercises):
+    source = write(answered_notebook(exercises["ex02"]), tmp_path / "ex02_diagnose.ipynb")
+    (tmp_path / "a-file").write_text("x")
+    assert student.submit_main([str(source), "--student", "ada", "--out", str(tmp_path / "a-file" / "h")]) == 2
+    assert "cannot write the hand-in folder" in capsys.readouterr().err
