@@ -45,6 +45,18 @@ HANDIN = ROOT / "handin"
 TICK_S = 10.0
 
 
+def default_handin() -> Path:
+    """``handin/`` in the course folder; beside your workspace when the course folder is not yours to write
+    (the workspace is then ``~/torch-compile-course-work``, see ``compile_course.workspace``)."""
+    if HANDIN.is_dir() and os.access(HANDIN, os.W_OK | os.X_OK):
+        return HANDIN
+    if not os.path.lexists(HANDIN) and os.access(ROOT, os.W_OK | os.X_OK):
+        return HANDIN
+    from compile_course.workspace import workspace_dir
+
+    return workspace_dir()[0] / "handin"
+
+
 class UsageError(Exception):
     """The command line names no usable notebook: exit 2."""
 
@@ -314,9 +326,11 @@ def submit_main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", type=Path, help="your notebook, e.g. work/exercises/ex02_diagnose.ipynb")
     p.add_argument("--student", required=True, help=f"your student id ({STUDENT_ID_RULE})")
-    p.add_argument("--out", type=Path, default=HANDIN, help="hand-in folder (default: handin/ in the course folder)")
+    p.add_argument("--out", type=Path, help="hand-in folder (default: handin/ in the course folder, or in your "
+                                            "workspace when the course folder is not yours to write)")
     p.add_argument("--solutions", type=Path, default=SOLUTIONS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.out = args.out or default_handin()
     student = args.student
     try:
         if not STUDENT_ID.fullmatch(student):

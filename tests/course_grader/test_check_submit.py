@@ -224,3 +224,13 @@ def test_submit_says_when_it_cannot_write_the_handin_folder(tmp_path, capsys, ex
     (tmp_path / "a-file").write_text("x")
     assert student.submit_main([str(source), "--student", "ada", "--out", str(tmp_path / "a-file" / "h")]) == 2
     assert "cannot write the hand-in folder" in capsys.readouterr().err
+
+
+def test_submit_hands_in_beside_the_workspace_when_the_course_folder_is_not_writable(tmp_path, monkeypatch):
+    monkeypatch.setattr(student, "HANDIN", tmp_path / "course" / "handin")
+    monkeypatch.setattr(student, "ROOT", tmp_path / "course")
+    (tmp_path / "course").mkdir()
+    assert student.default_handin() == tmp_path / "course" / "handin"
+    monkeypatch.setenv("COURSE_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setattr(student.os, "access", lambda path, mode: False)   # as a student in root's checkout
+    assert student.default_handin() == (tmp_path / "ws").resolve() / "handin"
