@@ -9,8 +9,9 @@ and rejections), then :mod:`course_grader.answers` (every answer present and rea
 the verdicts' own parsers). ``course check`` then grades the file with ``grade_one`` (the same
 verdict code, flag voiding and fault reasons as ``course grade``, without the feedback run),
 in the grader's ``GradingHost``, and shows the public tests only: of the hidden tests it says
-how many there are and their points. Not root, the host runs unconfined (as ``course grade
---unconfined``): it is the student's own code on the student's own machine.
+how many there are and their points. Not root, the host confines what it can and otherwise
+runs unconfined (as ``course grade --unconfined``), and one line says which: it is the
+student's own code on the student's own machine.
 
 Exit status of ``check``: 0 when everything the grader checks in public passes; 1 when
 something fails, is missing or the file would be rejected; 2 for a usage error. ``submit``:
@@ -251,6 +252,16 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
+def confinement_line(host) -> str:
+    """One line saying how the host confines student code when not root ("" as root)."""
+    mode = getattr(host, "confinement", None) or ("root" if is_root() else "none")
+    if mode == "root":
+        return ""
+    if mode == "userns":
+        return "not root: your code runs confined in user namespaces (the grader confines it as root)"
+    return "not root: your code runs unconfined, as you (like `course grade --unconfined`); the grader confines it"
+
+
 def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: Path = SOLUTIONS,
                   host_factory=None, verdict_for=None):
     """The grader's ``grade_one`` on this file, without the feedback run: an ``Attempt`` (hidden
@@ -276,6 +287,8 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
         job = _Job(insp.loaded.candidate, insp.loaded, ex, "check", [])
         host = stack.enter_context((host_factory or _default_host)(instructor_paths(solutions, run_dir),
                                                                    compile_cache, None))
+        if line := confinement_line(host):
+            say(f"      {line}")
         with _Ticker("still measuring"):
             return grade_one(job, host, verdict_for or _verdict_module, cache, feedback=False)
 
@@ -286,11 +299,7 @@ def run_public_tests(insp: Inspection, exercises: dict[str, Exercise], solutions
     from .orchestrate import GraderError
     from .status import AttemptStatus, TestStatus
 
-    say(f"[4/4] public tests: measured by the grader's own verdict code in its sandbox "
-        f"({'confined' if is_root() else 'unconfined'}); this can take a minute")
-    if not is_root():
-        say("      not root: your code runs unconfined, as you (like `course grade --unconfined`); "
-            "the grader confines it")
+    say("[4/4] public tests: measured by the grader's own verdict code in its sandbox; this can take a minute")
     try:
         attempt = grade_quietly(insp, exercises, solutions, **doubles)
     except GraderError as exc:
