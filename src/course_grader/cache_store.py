@@ -61,8 +61,13 @@ def cache_key(exercise_hashes: dict[str, str], grader: str) -> str:
 
 
 def default_store() -> Path:
-    """``$COURSE_GRADER_STORE`` when set, else ``build/grading/.compile-cache``."""
-    return Path(os.environ.get(STORE_ENV) or STORE)
+    """``$COURSE_GRADER_STORE`` when set, else ``.compile-cache`` in the grading folder
+    (``build/grading/``, or ``~/course-grading/`` for a user who cannot write the checkout)."""
+    if os.environ.get(STORE_ENV):
+        return Path(os.environ[STORE_ENV])
+    from .private import grading_root
+
+    return grading_root()[0] / STORE.name
 
 
 def open_entry(exercise_hashes: dict[str, str], grader: str, store: Path | None = None) -> tuple[Entry | None, str]:

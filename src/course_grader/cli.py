@@ -28,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("submissions", nargs="?", type=Path,
                    help="STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb files")
-    p.add_argument("--exercise", help="grade only this exercise (exNN)")
+    p.add_argument("--exercise", help="grade only this exercise: its id (ex02) or its name (ex02_diagnose)")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                    help="submissions graded at once (default 2)")
     p.add_argument("--out", type=Path, help="results folder (default: build/grading/<name of DIR>)")
@@ -76,7 +76,10 @@ def _out_dir(args) -> Path | None:
         return args.out
     if args.submissions:
         from .orchestrate import default_out_dir
+        from .private import grading_root
 
+        if why := grading_root()[1]:
+            print(f"course grade: {why}")
         return default_out_dir(args.submissions)
     return None
 
@@ -108,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     from .gradebook import Gradebook
-    from .orchestrate import GraderError, grade_class
+    from .orchestrate import GraderError, UsageError, grade_class
 
     limits = None
     if args.cpu_per_cell:
@@ -126,12 +129,15 @@ def main(argv: list[str] | None = None) -> int:
             report = grade_class(args.submissions, out, gradebook=gradebook, solutions=args.solutions,
                                  exercise=args.exercise, jobs=args.jobs, limits=limits,
                                  progress=not args.no_progress, executor=executor, unconfined=args.unconfined)
+    except UsageError as exc:
+        print(f"course grade: {exc}", file=sys.stderr)
+        return 2
     except GraderError as exc:
         print(f"grader fault: {exc}", file=sys.stderr)
         return 1
     with Gradebook(report.gradebook) as book:
-        students = {a.student for a in report.graded} | {r["student"] for r in book.current(args.exercise)}
-        rows = [r for r in book.current(args.exercise) if r["student"] in students]
+        students = {a.student for a in report.graded} | {r["student"] for r in book.current(report.exercise)}
+        rows = [r for r in book.current(report.exercise) if r["student"] in students]
         summary_table(rows, book)
     for line in report.duplicates:
         print(f"duplicate: {line}")

@@ -51,7 +51,7 @@ from .gradebook import AnswerItem, Attempt, CellRecord, Gradebook, TestResult, a
 from .integrity import Checked, check
 from .load import MAX_FILE_BYTES, Loaded, read_submission
 from .model import Exercise, ExerciseFormatError, load_exercises
-from .private import private_dir, seal_tree
+from .private import grading_root, private_dir, seal_tree
 from .release import answered_notebook
 from .status import AttemptStatus, CellStatus, FaultKind, TestStatus
 
@@ -72,6 +72,22 @@ class GraderError(RuntimeError):
     """The grader cannot grade this run at all (unreadable solutions, a model answer that fails)."""
 
 
+class UsageError(ValueError):
+    """The command was asked for something that does not exist (an unknown ``--exercise``): exit 2,
+    nothing created."""
+
+
+def exercise_id(exercises: dict[str, Exercise], name: str) -> str:
+    """The id (``ex02``) of the exercise called ``name``: its id, or its full name (``ex02_diagnose``,
+    as in file names, with or without ``.ipynb``). Raises ``UsageError`` naming the known ones."""
+    wanted = name.strip().removesuffix(".ipynb")
+    for ex in exercises.values():
+        if wanted in (ex.id, ex.name):
+            return ex.id
+    known = ", ".join(f"{ex.id} ({ex.name})" for ex in exercises.values())
+    raise UsageError(f"no exercise {name!r}; give its id or its name, one of: {known}")
+
+
 @dataclass
 class Timing:
     path: str
@@ -84,6 +100,7 @@ class Timing:
 class ClassReport:
     out_dir: Path
     gradebook: Path
+    exercise: str | None = None                             # the --exercise graded (its id), or all
     graded: list[Attempt] = field(default_factory=list)      # recorded in this run
     skipped: int = 0                                        # unchanged since an earlier run
     unattributed: list[str] = field(default_factory=list)   # files no student could be told from
@@ -398,7 +415,8 @@ def instructor_paths(solutions: Path, *extra: Path) -> list[Path]:
 
 
 def default_out_dir(submissions_dir: Path) -> Path:
-    return BUILD / "grading" / Path(submissions_dir).resolve().name
+    """``build/grading/<name of the folder>`` (or ``~/course-grading/<name>``: ``private.grading_root``)."""
+    return grading_root()[0] / Path(submissions_dir).resolve().name
 
 
 def _default_host(hide: list[Path], compile_cache: Path | None, limits):
@@ -465,25 +483,25 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     subs = Path(submissions_dir)
     out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
     gradebook = Path(gradebook) if gradebook else out_dir / "gradebook.sqlite"
-    private_dir(out_dir)  # 0700: no kernel uid of this or another run can enter it
     try:
         exercises = load_exercises(solutions)
     except (OSError, ExerciseFormatError) as exc:
         raise GraderError(f"cannot read the solutions: {exc}") from exc
     if not exercises:
         raise GraderError(f"no exNN_*.ipynb in {solutions}")
-    if exercise and exercise not in exercises:
-        raise GraderError(f"no exercise {exercise!r} (known: {', '.join(exercises)})")
+    if exercise:
+        exercise = exercise_id(exercises, exercise)   # UsageError before anything is created
     if store is None and host_factory is None and verdict_for is None:
         store = cache_store.default_store()
     verdict_for = verdict_for or _verdict_module
     if host_factory is None and executor is None:  # on a cluster, each worker checks for itself
-        from .sandbox.host import root_refusal
+        from .sandbox.host import confinement_refusal
 
-        if refusal := root_refusal("this process", unconfined):
+        if refusal := confinement_refusal("this process", unconfined):
             raise GraderError(refusal)
     host_factory = host_factory or _default_host
-    report = ClassReport(out_dir, gradebook)
+    private_dir(out_dir)  # 0700: no kernel uid of this or another run can enter it
+    report = ClassReport(out_dir, gradebook, exercise=exercise)
 
     with Gradebook(gradebook) as book:
         chosen, loaded = _plan(subs, exercises, exercise, max_file_bytes, report)

@@ -61,6 +61,7 @@ class Spawn:
     """Everything a run needs to confine itself; sent with its descriptors attached."""
 
     mode: str                          # "notebook" or "measure"
+    confinement: str                   # "root", "userns" (not root: user namespaces) or "none" (--unconfined)
     uid: int                           # 0 means: do not change uid (not root)
     hide: list[str]                    # folders covered by an empty read-only tmpfs
     reveal: list[str]                  # folders made visible inside hidden ones (measure: harness/) ...
@@ -73,6 +74,7 @@ class Spawn:
     file_bytes: int
     open_files: int
     threads: int                       # torch intra-op threads in the child
+    max_processes: int                 # RLIMIT_NPROC of a user-namespace run (no pids cgroup there)
     nonce: str
     type: str = MessageType.SPAWN.value
 

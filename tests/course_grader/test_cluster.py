@@ -252,8 +252,11 @@ def test_a_worker_with_other_code_or_other_torch_refuses_to_grade(key, env, prob
         _host_for(spec)
 
 
-def test_a_worker_that_is_not_root_refuses_unless_unconfined(monkeypatch):
+def test_a_worker_that_cannot_confine_refuses_unless_unconfined(monkeypatch):
+    from course_grader.sandbox import confine
+
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr("course_grader.sandbox.host._USERNS_REFUSAL", [confine.USERNS_SETTINGS])  # userns off
     monkeypatch.setattr("course_grader.cluster.worker._HOSTS", {})     # this process's hosts, restored after
     spec = RunSpec(("/nonexistent",), None, False, False, grader_key(), runtime())
     with pytest.raises(WorkerSetupError, match="not root"):

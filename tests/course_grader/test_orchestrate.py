@@ -217,12 +217,25 @@ def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stu
     assert (out / "feedback" / "index.html").is_file() and not list(tmp_path.glob("*.csv"))
 
 
-def test_without_root_grading_refuses_unless_told_to_run_unconfined(tmp_path, submission, monkeypatch):
+def test_without_root_or_user_namespaces_grading_refuses_unless_unconfined(tmp_path, submission, monkeypatch):
+    from course_grader.sandbox import confine, host
+
     submission("ann", "ex02")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(GraderError, match="grading needs root.*--unconfined"):
+    monkeypatch.setattr(host, "_USERNS_REFUSAL", [confine.USERNS_SETTINGS])   # as on a host with them off
+    with pytest.raises(GraderError, match="cannot confine.*unprivileged_userns_clone.*"
+                                          "apparmor_restrict_unprivileged_userns.*--unconfined"):
         grade_class(tmp_path / "subs", tmp_path / "out", progress=False)
     assert not (tmp_path / "out" / "gradebook.sqlite").exists()
+    assert host.confinement_refusal("this process", unconfined=True) is None
+
+
+def test_without_root_user_namespaces_confine_the_runs(monkeypatch):
+    from course_grader.sandbox import host
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(host, "_USERNS_REFUSAL", [None])
+    assert host.confinement_mode() == "userns" and host.confinement_refusal("this process", False) is None
 
 
 def test_the_sandbox_notices_reach_the_report(tmp_path, submission, grade_fake, fake_host):

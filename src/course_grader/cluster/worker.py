@@ -215,9 +215,9 @@ def _host_for(spec: RunSpec) -> _HostState:
         raise WorkerSetupError(f"this worker has {runtime()}, the client {spec.runtime}: install the pinned "
                                "requirements on every worker")
     if spec.host_factory is None:   # as grade_class does locally
-        from ..sandbox.host import root_refusal
+        from ..sandbox.host import confinement_refusal
 
-        if refusal := root_refusal("this worker", spec.unconfined):
+        if refusal := confinement_refusal("this worker", spec.unconfined):
             raise WorkerSetupError(refusal)
     with _LOCK:
         state = _HOSTS.get(spec.key)

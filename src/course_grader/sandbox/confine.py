@@ -16,9 +16,25 @@ A run is three processes, all forked from the template (``template.py``):
 3. the **worker**: sets rlimits, drops to the run's unprivileged uid with
    ``no_new_privs`` (:func:`drop_privileges`) and only then sees student code.
 
-Python 3.11 has no ``os.unshare``/``mount``; they are called through ctypes. Without
-root, none of the namespaces apply: each step that could not be applied is returned as
-a notice, and the run relies on rlimits and the static checks of the trusted side.
+Without root (``confinement == "userns"``), the reaper's ``unshare`` adds a **user
+namespace** (``CLONE_NEWUSER``) in which it is root, mapped to the grader's own uid, so it can
+build the same mount table. Three things then stand in for the separate uid a root grader gives
+each run:
+
+* the whole file system is made read-only first (``mount_setattr(AT_RECURSIVE, RDONLY)``):
+  the run's uid outside is the grader's, which may write the checkout, its home, the gradebook;
+  only the run's private tmpfs mounts are writable;
+* the worker enters a second, nested user namespace as uid 1000, forbids any further user
+  namespace in it (``user.max_user_namespaces = 0``, a per-namespace limit), drops every
+  capability (bounding set included) and sets ``no_new_privs``; it checks ``/proc/self/status``
+  says so before any student code runs. Mounts made by the parent namespace cannot be
+  unmounted from there, so the hidden paths stay covered;
+* processes are capped by ``RLIMIT_NPROC``, which the kernel counts per user namespace.
+
+Python 3.11 has no ``os.unshare``/``mount``; they are called through ctypes. With
+``confinement == "none"`` (``--unconfined``, only where user namespaces are off) none of
+the namespaces apply: each step that could not be applied is returned as a notice, and the
+run relies on rlimits and the static checks of the trusted side.
 """
 
 from __future__ import annotations
@@ -29,9 +45,15 @@ import resource
 import sys
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
+CLONE_NEWUSER = 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NAME, PR_SET_NO_NEW_PRIVS = 1, 15, 38
+PR_SET_PDEATHSIG, PR_SET_NAME, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 15, 38, 24
+SYS_MOUNT_SETATTR = 442                    # x86_64 and aarch64 share this number (Linux 5.12+)
+AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SANDBOX_UID = 1000                         # the worker's uid inside its nested user namespace
+CAP_LAST_POSSIBLE = 63
 
 PRIVATE_DIRS = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")   # each gets its own empty tmpfs
 PRIVATE_TMP_SIZE = "size=1g"
@@ -82,13 +104,55 @@ def join_cgroups(paths: list[str]) -> None:
             f.write("0")  # "0": the writing process (its pid may be 1 of a namespace)
 
 
-def unshare_namespaces() -> list[str]:
+USERNS_SETTINGS = ("user namespaces are off for ordinary users on this machine. An administrator turns them on "
+                   "with `sysctl -w kernel.unprivileged_userns_clone=1` (Debian and Ubuntu kernels), "
+                   "`sysctl -w user.max_user_namespaces=15000` (where it is 0), or, on Ubuntu 23.10 and later, "
+                   "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (or an AppArmor profile that allows "
+                   "`userns` for this Python)")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def enter_user_namespace(flags: int, inside: int, outside_uid: int, outside_gid: int) -> None:
+    """``unshare(CLONE_NEWUSER | flags)`` and map ``inside`` to the caller's uid and gid outside."""
+    _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare (user namespace)")
+    _write("/proc/self/setgroups", "deny")   # required before an unprivileged gid_map
+    _write("/proc/self/uid_map", f"{inside} {outside_uid} 1")
+    _write("/proc/self/gid_map", f"{inside} {outside_gid} 1")
+
+
+def user_namespaces_refusal() -> str | None:
+    """None when this process can confine runs without root (a child creates a user namespace
+    with mount, PID and network namespaces, mounts a tmpfs and makes the tree read-only); else why not."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            enter_user_namespace(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC, 0, os.getuid(), os.getgid())
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            make_read_only("/")
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k")
+        except BaseException:  # noqa: BLE001 - any failure means: not available
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return None if os.waitstatus_to_exitcode(status) == 0 else USERNS_SETTINGS
+
+
+def unshare_namespaces(confinement: str = "root") -> list[str]:
     """New PID (for the children), mount, network and IPC namespaces; notices for what failed.
 
+    ``confinement``: "root" (the grader is root), "userns" (not root: a user namespace first,
+    and any failure raises, since the run must not start half-confined) or "none".
     The IPC namespace matters because System V shared memory, semaphores and message queues
     outlive the process that made them; in a namespace of its own they end with the run."""
-    if not is_root():
-        return ["not root: no PID, mount or network namespace; instructor files are hidden only "
+    if confinement == "userns":
+        enter_user_namespace(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC, 0, os.getuid(), os.getgid())
+        return []
+    if confinement != "root" or not is_root():
+        return ["unconfined: no PID, mount or network namespace; instructor files are hidden only "
                 "by not being imported, and processes are ended by process group"]
     if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) == 0:
         return []
@@ -122,17 +186,35 @@ def _first_blocked_ancestor(path: str) -> str | None:
     return None
 
 
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def make_read_only(path: str) -> None:
+    """Make ``path`` and every mount below it read-only, in this mount namespace only."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
+                           ctypes.sizeof(attr))
+    if result != 0:
+        raise ConfineError(f"mount_setattr {path} read-only: {os.strerror(ctypes.get_errno())}")
+
+
 def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compile_cache: str,
-                 cache_writable: bool, uid: int) -> list[str]:
+                 cache_writable: bool, uid: int, read_only: bool = False) -> list[str]:
     """Build the run's mount table in the current (new) mount namespace; notices for what failed.
 
     ``keep``: folders that must stay reachable even if a private dir covers them (the course
     checkout and the Python installation). ``reveal``: target -> source, folders inside hidden
     ones that this run still sees, read-only (the measuring child's ``course_grader/harness``).
+    ``read_only``: make the whole tree read-only first (a user-namespace run, whose uid outside is
+    the grader's own); the private tmpfs mounts and a warming run's compile cache stay writable.
     """
     global MOUNTED
     notices: list[str] = []
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if read_only:
+        make_read_only("/")
     # Open everything that must be bound back before anything covers it.
     reveal_fds = {os.path.realpath(target): os.open(source, os.O_PATH | os.O_DIRECTORY)
                   for target, source in reveal.items()}
@@ -181,8 +263,14 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
     if cache_fd >= 0:
         os.makedirs(CACHE_MOUNT)
         if cache_writable:
-            os.chmod(f"/proc/self/fd/{cache_fd}", 0o777)  # sealed again (0700) when warming ends
+            if not read_only:
+                os.chmod(f"/proc/self/fd/{cache_fd}", 0o777)  # sealed again (0700) when warming ends
             mount(f"/proc/self/fd/{cache_fd}", CACHE_MOUNT, None, MS_BIND)
+            if read_only:  # the bind inherits the tree's read-only flag; this one mount must be writable
+                attr = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+                if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, CACHE_MOUNT.encode(), 0, ctypes.byref(attr),
+                                 ctypes.sizeof(attr)) != 0:
+                    raise ConfineError(f"compile cache writable: {os.strerror(ctypes.get_errno())}")
         else:
             upper, work = "/tmp/.compile-cache-upper", "/tmp/.compile-cache-work"
             os.makedirs(upper, mode=0o700)
@@ -215,10 +303,54 @@ def set_rlimits(cpu_s_total: int, file_bytes: int, open_files: int, address_spac
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
 
-def drop_privileges(uid: int) -> list[str]:
-    """Become ``uid`` for good (no supplementary groups, no way back, no setuid gain)."""
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def capabilities() -> dict[str, int]:
+    """This process's capability sets, as ``/proc/self/status`` shows them."""
+    sets = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")):
+                name, value = line.split(":")
+                sets[name] = int(value.strip(), 16)
+    return sets
+
+
+def drop_into_nested_user_namespace(max_processes: int) -> None:
+    """The worker's last step in a user-namespace run: no root, no capability, no new namespace.
+
+    A nested user namespace maps uid ``SANDBOX_UID`` to the run's root (the grader outside);
+    ``user.max_user_namespaces`` is set to 0 in it, so student code cannot create a user namespace
+    (the way to a mount namespace of its own); ``RLIMIT_NPROC`` is counted per user namespace
+    (Linux 5.14+), so it caps this run's processes and threads, not the grader's."""
+    enter_user_namespace(0, SANDBOX_UID, 0, 0)
+    _write("/proc/sys/user/max_user_namespaces", "0")
+    resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
+    os.setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    for cap in range(CAP_LAST_POSSIBLE + 1):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability the kernel knows: EINVAL, harmless
+    header, data = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    left = {name: value for name, value in capabilities().items() if value}
+    if left:
+        raise ConfineError(f"capabilities left after dropping them: {left}")
+
+
+def drop_privileges(uid: int, confinement: str = "root", max_processes: int = 0) -> list[str]:
+    """Become ``uid`` for good (no supplementary groups, no way back, no setuid gain).
+
+    In a user-namespace run, :func:`drop_into_nested_user_namespace` instead."""
     notices = []
-    if uid and is_root():
+    if confinement == "userns":
+        drop_into_nested_user_namespace(max_processes)
+    elif uid and is_root():
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)

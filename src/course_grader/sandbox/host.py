@@ -47,9 +47,14 @@ from course_grader.protocol import (
 )
 from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, sweep_stale
 from course_grader.sandbox.limits import Limits
+from course_grader.sandbox.proctree import tree_cpu_s
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, FaultKind
 
+USERNS_NOTICE = ("not root: each run is confined in user namespaces (a read-only file system, hidden folders "
+                 "covered, private /tmp, no network, no capabilities); this user has no cgroup, so CPU is read "
+                 "from the run's processes and capped by RLIMIT_CPU, memory by RLIMIT_AS, processes and threads "
+                 "by RLIMIT_NPROC ({processes}), and the PID namespace ends everything with the run")
 TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can take a minute
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
@@ -73,29 +78,42 @@ def harness_dir() -> Path:
 
 
 
-# Notices of a run, as root, that mean part of its confinement is missing (a namespace, a
-# hidden folder, a private /tmp). Grading must not go on with them. Without root the whole
-# sandbox is weaker by design, and grade_class refuses unless told to grade unconfined.
+# Notices of a confined run (root or user namespaces) that mean part of its confinement is
+# missing (a namespace, a hidden folder, a private /tmp). Grading must not go on with them.
+# Unconfined (--unconfined, where user namespaces are off) the whole sandbox is weaker by design.
 WEAKENING = ("no mount namespace", "no PID namespace", "no network namespace", "no IPC namespace",
              "could not hide", "could not make", "could not cover")
 
+_USERNS_REFUSAL: list[str | None] = []   # the probe's answer, once per process
 
-def root_refusal(where: str, unconfined: bool) -> str | None:
+
+def confinement_mode(unconfined: bool = False) -> str:
+    """How runs are confined here: "root", "userns" (not root, user namespaces work) or "none"."""
+    if os.geteuid() == 0:
+        return "root"
+    if not _USERNS_REFUSAL:
+        from course_grader.sandbox.confine import user_namespaces_refusal
+
+        _USERNS_REFUSAL.append(user_namespaces_refusal())
+    return "userns" if _USERNS_REFUSAL[0] is None else "none"
+
+
+def confinement_refusal(where: str, unconfined: bool) -> str | None:
     """Why grading must not start here (``where``: "this process", "this worker"), or None.
 
-    Without root a run keeps the grader's own uid and sees the whole file system: its code could
-    read the hidden tests and write the run's output. Only ``--unconfined`` accepts that."""
-    if os.geteuid() == 0 or unconfined:
+    Root confines each run under its own uid; an ordinary user confines it in user namespaces.
+    Where neither is possible a run would keep the grader's own uid and see the whole file system:
+    its code could read the hidden tests and write the run's output. Only ``--unconfined`` accepts that."""
+    if unconfined or confinement_mode() != "none":
         return None
-    return (f"grading needs root: {where} is not root, and the sandbox runs each submission under its own "
-            "uid, in its own namespaces, with the hidden tests and the run's output out of sight. Run it as root, "
-            "or grade anyway with --unconfined, where students' code could read the hidden tests and write the "
-            "run's output folder (docs/sandbox.md, \"Without root\")")
+    return (f"grading cannot confine students' code: {where} is not root, and {_USERNS_REFUSAL[0]}. Run it as "
+            "root, turn user namespaces on, or grade anyway with --unconfined, where students' code could read "
+            "the hidden tests and write the run's output folder (docs/sandbox.md, \"Without root\")")
 
 
-def weakened(notices: list[str]) -> list[str]:
-    """The notices that weaken confinement, when running as root (see ``WEAKENING``)."""
-    if os.geteuid() != 0:
+def weakened(notices: list[str], confinement: str = "root") -> list[str]:
+    """The notices that weaken a confined run (see ``WEAKENING``); none count when unconfined."""
+    if confinement == "none":
         return []
     return [n for n in notices if n.startswith(WEAKENING)]
 
@@ -238,7 +256,8 @@ class Run:
             self.chan, self.out_fd, self.status_fd = chan_ours, out_r, st_r
             self.spawn_nonce = protocol.new_nonce()
             spawn = Spawn(
-                mode=mode, uid=self.uid, hide=[str(p) for p in host.hide], reveal=list(reveal),
+                mode=mode, confinement=host.confinement, uid=self.uid, max_processes=self.limits.pids,
+                hide=[str(p) for p in host.hide], reveal=list(reveal),
                 reveal_from=list(reveal.values()),
                 cgroups=self.cgroup.join_paths if self.cgroup else [],
                 compile_cache=str(host.compile_cache) if host.compile_cache else "",
@@ -313,7 +332,7 @@ class Run:
             line = self.chan_reader.next_line()
             if line is not None:
                 protocol.decode(line, Ready, self.spawn_nonce)
-                weak = weakened(self.notices)
+                weak = weakened(self.notices, self.host.confinement)
                 if weak:   # fail closed: no student code runs with part of its confinement missing
                     raise SandboxFault(FaultKind.GRADER, f"the sandbox is weaker than required: {'; '.join(weak)}")
                 return
@@ -325,7 +344,10 @@ class Run:
             self._pump(POLL_S)
 
     def cpu_used(self) -> float | None:
-        return self.cgroup.cpu_s() if self.cgroup else None
+        """CPU seconds the run has used: its cgroup's count, or (no cgroup) its processes' in /proc."""
+        if self.cgroup:
+            return self.cgroup.cpu_s()
+        return tree_cpu_s(self.init_pid) if self.init_pid > 0 else None
 
     def request(self, message, expect: type, cpu_budget: float, wall_budget: float, where: str):
         """Send ``message``; return its reply, or raise SandboxFault saying which limit ended the run."""
@@ -514,18 +536,22 @@ class GradingHost:
         self.template: Template | None = None
         self.plan = CgroupPlan()
         self.notices: list[str] = []
+        self.confinement = "root"
         self._names = itertools.count()
         self._lock = threading.Lock()
 
     def __enter__(self) -> GradingHost:
         try:
-            if os.geteuid() == 0:
+            self.confinement = confinement_mode()
+            if self.confinement == "root":
                 self.uids = UidLease()
                 self.plan = CgroupPlan.detect()
                 sweep_stale(self.plan)
+                self.notices += self.plan.notices
+            elif self.confinement == "userns":
+                self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids))
             else:
-                self.notices.append("not root: runs keep the grader's uid and have no namespaces or cgroups")
-            self.notices += self.plan.notices
+                self.notices.append("unconfined: runs keep the grader's uid and have no namespaces or cgroups")
             if self.compile_cache:
                 self.compile_cache.mkdir(parents=True, exist_ok=True)
                 self._seal_cache()

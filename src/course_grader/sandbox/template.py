@@ -76,11 +76,12 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the template ignores it; we wait for our child
     notices: list[str] = []
     try:
-        notices += confine.unshare_namespaces()
-        if confine.is_root() and not any(n.startswith("no mount") for n in notices):
+        notices += confine.unshare_namespaces(spawn.confinement)
+        if spawn.confinement != "none" and not any(n.startswith("no mount") for n in notices):
             notices += confine.build_mounts(spawn.hide, dict(zip(spawn.reveal, spawn.reveal_from, strict=True)),
                                             confine.course_paths(),
-                                            spawn.compile_cache, spawn.cache_writable, spawn.uid)
+                                            spawn.compile_cache, spawn.cache_writable, spawn.uid,
+                                            read_only=spawn.confinement == "userns")
     except Exception as exc:  # the run must not start half-confined
         _report(status_fd, Started(pid=0, notices=[f"confinement failed: {exc}"], nonce=spawn.nonce))
         os._exit(70)
@@ -158,7 +159,7 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
 
         torch.set_num_threads(spawn.threads)
         confine.set_rlimits(spawn.cpu_s_total, spawn.file_bytes, spawn.open_files, spawn.memory_bytes or None)
-        confine.drop_privileges(spawn.uid)
+        confine.drop_privileges(spawn.uid, spawn.confinement, spawn.max_processes)
     except Exception as exc:
         os.write(2, f"course-grader: sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)

@@ -104,7 +104,6 @@ def test_notices_that_weaken_confinement_are_told_apart(monkeypatch):
 
     notices = ["no mount namespace (Operation not permitted)", "could not hide /srv/solutions: EPERM",
                "compile cache not shared (EINVAL): this run compiles cold", "could not make /tmp private: EPERM"]
-    monkeypatch.setattr(host.os, "geteuid", lambda: 0)
-    assert host.weakened(notices) == [notices[0], notices[1], notices[3]]
-    monkeypatch.setattr(host.os, "geteuid", lambda: 1000)     # without root the grade_class policy decides
-    assert host.weakened(notices) == []
+    for confined in ("root", "userns"):   # confined runs, as root or in user namespaces, fail closed
+        assert host.weakened(notices, confined) == [notices[0], notices[1], notices[3]]
+    assert host.weakened(notices, "none") == []     # --unconfined: weaker by design, and said so
