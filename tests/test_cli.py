@@ -45,8 +45,15 @@ def test_package_import_is_lazy():
 def test_console_script_help():
     proc = run([str(COURSE), "--help"])
     assert proc.returncode == 0, proc.stderr
-    for command in ("run", "execute", "render", "release", "grade"):
+    for command in ("run", "execute", "release", "grade"):
         assert command in proc.stdout
+    choices = re.search(r"\{([a-z,]+)\}", proc.stdout).group(1).split(",")
+    assert "run" in choices and "render" not in choices  # the course's one HTML is the site (make site / course run)
+
+
+def test_there_is_no_render_command():
+    proc = run([sys.executable, "-m", "compile_course.cli", "render"])
+    assert proc.returncode == 2 and "invalid choice: 'render'" in proc.stderr
 
 
 def test_unknown_command_fails():

@@ -1,9 +1,8 @@
 """``course``: the course's command line.
 
-  course run                  the main job: execute lessons, render HTML, release exercises, grade samples
+  course run                  the main job: run the lessons, release exercises, grade samples, build the site
   course execute NB...        re-execute notebooks and store their normalized outputs in place
   course normalize NB...      store notebook metadata as JupyterLab writes it (outputs untouched)
-  course render               render executed notebooks to HTML
   course release [--check]    regenerate exercises/ from solutions/
   course grade DIR [...]      grade a folder of student submissions
   course check FILE           a student's notebook: what the grader will say, public tests included
@@ -104,45 +103,34 @@ def print_summary(rows: list[tuple[str, str, str]]) -> None:
     Console().print(table)
 
 
-def cmd_render(args) -> int:
-    from .notebooks.render import render_html
-
-    executed = sorted((BUILD / "executed").glob("*.ipynb")) or _lessons()
-    index = render_html(executed, BUILD / "html", "torch.compile: compilation and graph-break contracts")
-    print(f"HTML: {index.relative_to(ROOT)}")
-    return 0
-
-
 def cmd_run(args) -> int:
-    """Main job. Stored outputs in notebooks/ are left alone; results go to build/."""
-    from .notebooks.render import render_html
+    """Main job. Stored outputs in notebooks/ are left alone; results go to build/.
 
+    The lessons are executed into build/executed/ to prove they run on this machine with this
+    torch (the site shows the stored outputs, which ``make test`` checks); the course's one HTML
+    is the site, build/site/index.html.
+    """
     summary: list[tuple[str, str, str]] = []
     lessons = _lessons()
-    print(f"[1/5] executing {len(lessons)} lesson notebooks into build/executed/", flush=True)
+    print(f"[1/4] executing {len(lessons)} lesson notebooks into build/executed/", flush=True)
     results = _execute_many(lessons, BUILD / "executed", args.jobs)
     ok = sum(s == "ok" for _, _, s in results)
     summary.append(("lessons executed", f"{ok}/{len(lessons)} ok", "build/executed/"))
-
-    print("[2/5] rendering HTML", flush=True)
-    executed = [BUILD / "executed" / p.name for p, _, s in results if s == "ok"]
-    index = render_html(executed, BUILD / "html", "torch.compile: compilation and graph-break contracts")
-    summary.append(("HTML pages", f"{len(executed)} + index", str(index.relative_to(ROOT))))
 
     failed = ok != len(lessons)
     from course_grader.orchestrate import grade_samples
     from course_grader.release import release_all
 
-    print("[3/5] regenerating exercises/ from solutions/", flush=True)
+    print("[2/4] regenerating exercises/ from solutions/", flush=True)
     written = release_all(ROOT / "solutions", ROOT / "exercises")
     summary.append(("exercises regenerated", str(len(written)), "exercises/"))
 
-    print("[4/5] grading the bundled sample submissions", flush=True)
+    print("[3/4] grading the bundled sample submissions", flush=True)
     line, grader_ok = grade_samples(BUILD / "samples-grading", jobs=args.jobs)
     summary.append(("sample grading", line, "build/samples-grading/"))
     failed |= not grader_ok
 
-    print("[5/5] building the course site from the stored outputs, with the tlparse report", flush=True)
+    print("[4/4] building the course site from the stored outputs, with the tlparse report", flush=True)
     from .site.build import build_site
     try:
         site_index = build_site(BUILD / "site")
@@ -192,8 +180,6 @@ def main(argv: list[str] | None = None) -> int:
     p_norm.add_argument("notebooks", nargs="+")
     p_norm.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs it")
     p_norm.set_defaults(func=cmd_normalize)
-    p_render = sub.add_parser("render", help="render executed notebooks to HTML")
-    p_render.set_defaults(func=cmd_render)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")

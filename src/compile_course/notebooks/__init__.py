@@ -1,1 +1,1 @@
-"""Executing, normalizing and rendering the course's notebooks."""
+"""Executing and normalizing the course's notebooks (the course site renders them: compile_course.site)."""

@@ -1,4 +1,4 @@
-"""execute_notebook in a real kernel, and render_html's pages and index."""
+"""execute_notebook in a real kernel."""
 
 import re
 
@@ -8,7 +8,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from compile_course.notebooks.execute import execute_notebook
 from compile_course.notebooks.normalize import audit_notebook, lab_metadata
-from compile_course.notebooks.render import notebook_title, render_html
 
 
 def tiny_notebook(path, *, error_cell=True):
@@ -63,31 +62,3 @@ def test_execute_notebook_in_place_and_untagged_error_fails(tmp_path):
     with pytest.raises(CellExecutionError):
         execute_notebook(path, tmp_path / "never.ipynb")
     assert not (tmp_path / "never.ipynb").exists()
-
-
-def titled(path, title):
-    nb = new_notebook()
-    nb.cells = [new_markdown_cell(f"# {title}\n\nbody"), new_code_cell("1 + 1", execution_count=1)]
-    nbformat.write(nb, path)
-    return path
-
-
-def test_render_html_writes_pages_and_an_ordered_index(tmp_path):
-    paths = [titled(tmp_path / "02_guards.ipynb", "Guards & recompiles"),
-             titled(tmp_path / "01_capture.ipynb", "Capture"),
-             titled(tmp_path / "10_last.ipynb", "Last")]
-    out = tmp_path / "html"
-    index = render_html(paths, out, "Course <title>")
-    assert index == out / "index.html"
-    assert sorted(p.name for p in out.iterdir()) == ["01_capture.html", "02_guards.html", "10_last.html", "index.html"]
-    text = index.read_text()
-    assert "<h1>Course &lt;title&gt;</h1>" in text
-    assert re.findall(r'href="([^"]+)"', text) == ["01_capture.html", "02_guards.html", "10_last.html"]
-    assert re.findall(r'">([^<]+)</a>', text) == ["Capture", "Guards &amp; recompiles", "Last"]
-    assert "Guards &amp; recompiles" in (out / "02_guards.html").read_text()
-
-
-def test_notebook_title_falls_back_to_the_stem():
-    nb = new_notebook()
-    nb.cells = [new_markdown_cell("## not a title")]
-    assert notebook_title(nb, "03_x") == "03_x"
