@@ -489,7 +489,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         raise GraderError(f"cannot read the solutions: {exc}") from exc
     if not exercises:
         raise GraderError(f"no exNN_*.ipynb in {solutions}")
-    if exercise:
+    if exercise is not None:
         exercise = exercise_id(exercises, exercise)   # UsageError before anything is created
     if store is None and host_factory is None and verdict_for is None:
         store = cache_store.default_store()

@@ -52,3 +52,38 @@ def test_import_review_through_the_cli(tmp_path, submission, grade_fake, capsys)
         [row] = book.current()
         assert book.manual_score(row["key"]) == (1.0, False)
     assert "ada,ex06_check_understanding,graded,0,0,1," in (report.out_dir / "grades.csv").read_text()
+
+
+@pytest.fixture
+def cli_fake(monkeypatch, fake_host, stub_verdicts):
+    """``course grade DIR`` through the real CLI, graded with the test doubles (no sandbox, no store)."""
+    import course_grader.orchestrate as orchestrate
+
+    real = orchestrate.grade_class
+
+    def fake(*a, **kw):
+        kw.update(host_factory=lambda hide, cache, limits: fake_host(), verdict_for=stub_verdicts)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(orchestrate, "grade_class", fake)
+
+
+@pytest.mark.parametrize("name", ["ex9", "ex02_nope", "ex2", ""])
+def test_an_unknown_exercise_is_a_usage_error_and_creates_nothing(tmp_path, submission, cli_fake, capsys, name):
+    submission("ada", "ex02")
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "subs"), "--exercise", name, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "grader fault" not in err and "course grade: no exercise" in err and "ex02 (ex02_diagnose)" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["ex02", "ex02_diagnose", "ex02_diagnose.ipynb"])
+def test_an_exercise_is_named_by_its_id_or_its_file_name(tmp_path, submission, cli_fake, capsys, name):
+    submission("ada", "ex02")
+    submission("ada", "ex01")
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "subs"), "--exercise", name, "--out", str(out), "--no-progress"]) == 0
+    with Gradebook(out / "gradebook.sqlite") as book:
+        assert [r["exercise"] for r in book.current()] == ["ex02"]
+    assert "graded 1," in capsys.readouterr().out
