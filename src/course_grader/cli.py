@@ -22,6 +22,14 @@ from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
 
+from .shown import printable
+
+
+def say(text: str, file=None) -> None:
+    """Print one line that may quote untrusted names (file names, student ids, reasons): escaped by
+    ``shown.printable``, so no name can start a line of its own or drive the terminal."""
+    print(printable(text), file=file or sys.stdout)
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="course grade", description=__doc__,
@@ -54,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
 def summary_table(rows, book) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="Grades (the attempt that counts per student and exercise)")
     for col in ("student", "exercise", "status", "tests", "review", "attempt", "reason"):
@@ -65,9 +74,10 @@ def summary_table(rows, book) -> None:
             review = "-"
         else:
             review = f"{manual:g}/{r['manual_possible']:g}" if reviewed else "pending"
-        table.add_row(r["student"], r["exercise_name"] or r["exercise"], r["status"],
-                      f"{r['auto_score']:g}/{r['auto_possible']:g}", review, r["key"][:16], r["reason"][:120],
-                      style=styles.get(r["status"], ""))
+        cells = (r["student"], r["exercise_name"] or r["exercise"], r["status"],
+                 f"{r['auto_score']:g}/{r['auto_possible']:g}", review, r["key"][:16], r["reason"][:120])
+        # Text, not str: rich would read "[...]" in a file name as markup
+        table.add_row(*(Text(printable(c)) for c in cells), style=styles.get(r["status"], ""))
     Console(stderr=False).print(table)  # the terminal's own width
 
 
@@ -99,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.import_review or args.clear_flag:
         return _instructor_action(args, out, gradebook)
     if not args.submissions.is_dir() or args.submissions.is_symlink():
-        print(f"course grade: {args.submissions} is not a folder", file=sys.stderr)
+        say(f"course grade: {args.submissions} is not a folder", file=sys.stderr)
         return 2
     if args.jobs < 1:
         print("course grade: --jobs must be at least 1", file=sys.stderr)
@@ -130,25 +140,25 @@ def main(argv: list[str] | None = None) -> int:
                                  exercise=args.exercise, jobs=args.jobs, limits=limits,
                                  progress=not args.no_progress, executor=executor, unconfined=args.unconfined)
     except UsageError as exc:
-        print(f"course grade: {exc}", file=sys.stderr)
+        say(f"course grade: {exc}", file=sys.stderr)
         return 2
     except GraderError as exc:
-        print(f"grader fault: {exc}", file=sys.stderr)
+        say(f"grader fault: {exc}", file=sys.stderr)
         return 1
     with Gradebook(report.gradebook) as book:
         students = {a.student for a in report.graded} | {r["student"] for r in book.current(report.exercise)}
         rows = [r for r in book.current(report.exercise) if r["student"] in students]
         summary_table(rows, book)
     for line in report.duplicates:
-        print(f"duplicate: {line}")
+        say(f"duplicate: {line}")
     for line in report.unattributed:
-        print(f"not graded (no student): {line}")
+        say(f"not graded (no student): {line}")
     for line in report.problems:
-        print(f"problem: {line}")
+        say(f"problem: {line}")
     for line in report.retried:
-        print(f"re-run alone after a timeout or a dead process: {line}")
+        say(f"re-run alone after a timeout or a dead process: {line}")
     for line in report.sandbox_notices:
-        print(f"sandbox: {line}")
+        say(f"sandbox: {line}")
     print(f"graded {len(report.graded)}, unchanged (skipped) {report.skipped}, grader faults {len(report.faults)}"
           f"  ({report.total_s:.1f} s, "
           f"{'warm-up reused from an identical earlier run' if report.cache_reused else 'warm-up'}"
@@ -156,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gradebook: {report.gradebook}\ngrades:    {out / 'grades.csv'}\nreview:    {out / 'review.csv'}\n"
           f"feedback:  {out / 'feedback' / 'index.html'}")
     for fault in report.faults:
-        print(f"GRADER FAULT {fault}", file=sys.stderr)
+        say(f"GRADER FAULT {fault}", file=sys.stderr)
     return 1 if report.faults else 0
 
 
@@ -176,14 +186,14 @@ def _instructor_action(args, out: Path, gradebook: Path) -> int:
             try:
                 row = book.clear_flag(args.clear_flag, args.reason)
             except (LookupError, ValueError) as exc:
-                print(f"course grade: {exc}", file=sys.stderr)
+                say(f"course grade: {exc}", file=sys.stderr)
                 return 2
-            print(f"flag cleared: {row['student']} {row['exercise_name']} attempt {row['key'][:16]} now "
+            say(f"flag cleared: {row['student']} {row['exercise_name']} attempt {row['key'][:16]} now "
                   f"{row['auto_score']:g}/{row['auto_possible']:g} ({row['reason']})")
         else:
             applied, problems = import_review(book, args.import_review)
             for p in problems:
-                print(f"  {p}")
+                say(f"  {p}")
             print(f"review: {applied} answers scored, {len(problems)} rows skipped")
         pages = render_all(book, out)
         export_grades(book, out / "grades.csv")

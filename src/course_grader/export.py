@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .gradebook import Gradebook
 from .private import FILE_MODE, private_dir
+from .shown import printable
 from .status import AttemptStatus
 
 GRADE_COLUMNS = ["student", "exercise", "status", "auto_score", "auto_possible", "manual_score", "manual_possible",
@@ -59,10 +60,11 @@ def _write_csv(path: Path, columns: list[str], rows) -> Path:
 def _grade_rows(book: Gradebook, exercise: str | None, students: set[str] | None):
     for r in book.current(exercise, students):
         manual, reviewed = book.manual_score(r["key"])
-        yield [r["student"], r["exercise_name"] or r["exercise"], r["status"], f"{r['auto_score']:g}",
-               f"{r['auto_possible']:g}", f"{manual:g}", f"{r['manual_possible']:g}", f"{r['auto_score'] + manual:g}",
-               f"{r['auto_possible'] + r['manual_possible']:g}", "no" if reviewed else "yes", r["reason"],
-               "; ".join(json.loads(r["flags"])), "; ".join(json.loads(r["ignored"])), r["key"][:ATTEMPT_ID_CHARS]]
+        yield [printable(x) for x in (  # one line each: names from the submissions folder are escaped
+            r["student"], r["exercise_name"] or r["exercise"], r["status"], f"{r['auto_score']:g}",
+            f"{r['auto_possible']:g}", f"{manual:g}", f"{r['manual_possible']:g}", f"{r['auto_score'] + manual:g}",
+            f"{r['auto_possible'] + r['manual_possible']:g}", "no" if reviewed else "yes", r["reason"],
+            "; ".join(json.loads(r["flags"])), "; ".join(json.loads(r["ignored"])), r["key"][:ATTEMPT_ID_CHARS])]
 
 
 def _review_rows(book: Gradebook, exercise: str | None, students: set[str] | None):

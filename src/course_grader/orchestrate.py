@@ -53,6 +53,7 @@ from .load import MAX_FILE_BYTES, Loaded, read_submission
 from .model import Exercise, ExerciseFormatError, load_exercises
 from .private import grading_root, private_dir, seal_tree
 from .release import answered_notebook
+from .shown import printable
 from .status import AttemptStatus, CellStatus, FaultKind, TestStatus
 
 CELL_OUTPUT_CHARS = 20_000
@@ -574,7 +575,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         export_grades(book, out_dir / "grades.csv", exercise, students)
         export_review(book, out_dir / "review.csv", exercise, students)
         if report.unattributed:
-            (out_dir / "unattributed.txt").write_text("\n".join(report.unattributed) + "\n", encoding="utf-8")
+            (out_dir / "unattributed.txt").write_text("".join(printable(line) + "\n" for line in report.unattributed),
+                                                      encoding="utf-8")
         seal_tree(out_dir)
     report.total_s = time.perf_counter() - t0
     return report

@@ -87,3 +87,41 @@ def test_an_exercise_is_named_by_its_id_or_its_file_name(tmp_path, submission, c
     with Gradebook(out / "gradebook.sqlite") as book:
         assert [r["exercise"] for r in book.current()] == ["ex02"]
     assert "graded 1," in capsys.readouterr().out
+
+
+FORGED = "problem: FORGED-LINE every submission of this class was lost"
+
+
+def test_untrusted_names_are_printed_escaped_on_one_line(tmp_path, submission, cli_fake, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")   # the table does not fold a name across lines
+    subs = tmp_path / "subs"
+    submission("ada", "ex01")
+    (subs / f"x\n{FORGED}.ipynb").write_bytes(b"{}")                       # no student: unattributed
+    (subs / "bo").mkdir()
+    (subs / "bo" / "zz\r[bold red]\x1b[2J\u202eFORGED.ipynb").write_bytes(b"{}")   # no exercise: in the table
+    (subs / f"cy__ex01_\n{FORGED}.ipynb").write_bytes(b"not json")         # rejected, quoted in reasons
+    out = tmp_path / "out"
+    assert grade_main([str(subs), "--out", str(out), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    lines = text.splitlines()
+    assert not [line for line in lines if line.lstrip("│ ").startswith(("problem: FORGED", "FORGED"))], text
+    assert "\x1b" not in text and "\r" not in text and "\u202e" not in text
+    assert f"x\\n{FORGED}.ipynb" in text                                   # shown, escaped
+    assert "bo/zz\\r[bold red]\\x1b[2J\\u202eFORGED.ipynb" in text            # not read as rich markup
+    unattributed = (out / "unattributed.txt").read_text(encoding="utf-8")
+    assert len(unattributed.splitlines()) == 1 and "\\n" in unattributed
+    with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
+        cells = [cell for row in csv.reader(fh) for cell in row]
+    assert not [c for c in cells if any(ch in c for ch in "\n\r\x1b\u202e")]
+    assert "bo/zz\\r[bold red]\\x1b[2J\\u202eFORGED.ipynb" in cells
+
+
+def test_an_html_like_file_name_is_escaped_on_the_pages(tmp_path, submission, cli_fake):
+    path = submission("dee", "ex01")
+    hostile = path.with_name("dee__ex01_<img src=x onerror=alert(1)>.ipynb")
+    path.rename(hostile)
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "subs"), "--out", str(out), "--no-progress"]) == 0
+    page = (out / "feedback" / "dee" / "ex01_capture_boundary.html").read_text(encoding="utf-8")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
