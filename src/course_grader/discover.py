@@ -25,8 +25,48 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")   # \Z: "$" would let "ada\n" through
 STUDENT_ID_RULE = "ASCII letters, digits, '.', '_', '-'; at most 64, starting with a letter or digit"
+# Letters of other scripts that look like Latin ones (Cyrillic and Greek confusables): an id typed
+# with one of them looks right and is refused, so the message says so and the suggestion is Latin.
+LOOKALIKES_FROM = "аеорсухіјѕһԁԛԝАВЕКМНОРСТХІЈЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧον"
+LOOKALIKES_TO = "aeopcyxijshdqwABEKMHOPCTXIJSABEZHIKMNOPTYXov"
+LOOKALIKES = str.maketrans({**dict(zip(LOOKALIKES_FROM, LOOKALIKES_TO, strict=True)),
+                            "ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ł": "l",
+                            "Ł": "L", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th", "ı": "i"})
+
+
+def ascii_id(text: str) -> str:
+    """An ASCII spelling of ``text`` that ``STUDENT_ID`` accepts, or "" when there is none to offer:
+    accents dropped (``José`` -> ``Jose``), look-alike letters of other scripts made Latin, spaces
+    and other characters made ``-``."""
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", text.translate(LOOKALIKES)).translate(LOOKALIKES)
+    plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
+    plain = re.sub(r"[^A-Za-z0-9._-]+", "-", plain).replace("__", "_").strip("-._")[:64]
+    return plain if STUDENT_ID.match(plain) else ""
+
+
+def student_id_problem(student: str) -> str:
+    """"" for an allowed id, else why not, the rule, and an ASCII id to use instead when there is one."""
+    if STUDENT_ID.fullmatch(student):
+        return ""
+    import unicodedata
+
+    shown = repr(student[:40]) + ("..." if len(student) > 40 else "")
+    bad = next((ch for ch in student if not re.match(r"[A-Za-z0-9._-]", ch)), None)
+    if bad is None:
+        why = "too long" if len(student) > 64 else "it must start with a letter or digit"
+    else:
+        name = unicodedata.name(bad, "")
+        looks = " (it looks like a Latin letter, but is not one)" if bad in LOOKALIKES_FROM else ""
+        why = f"{bad!r} (U+{ord(bad):04X}{' ' + name if name else ''}) is not allowed{looks}"
+    suggestion = ascii_id(student)
+    hint = f"; use an ASCII id such as {suggestion!r}" if suggestion and suggestion != student else ""
+    return f"student id {shown} is not allowed: {why}. Ids are {STUDENT_ID_RULE}{hint}"
+
+
 EXERCISE_ID = re.compile(r"^ex\d\d$")
 EXERCISE_PREFIX = re.compile(r"^(ex\d\d)(?![0-9])")
 SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", ".git"}
@@ -85,8 +125,8 @@ def attribute(parts: list[str]) -> tuple[str | None, str | None, str]:
     else:
         return None, None, "too deep: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
     exercise = exercise_of(file_part)
-    if not STUDENT_ID.match(student):
-        return None, exercise, f"student id {student[:40]!r} is not allowed ({STUDENT_ID_RULE})"
+    if problem := student_id_problem(student):
+        return None, exercise, problem
     if exercise is None:
         return student, None, "the file name does not start with an exercise id (exNN_...)"
     return student, exercise, ""

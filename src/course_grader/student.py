@@ -36,7 +36,7 @@ from pathlib import Path
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
 
 from .answers import AnswerState, answer_states
-from .discover import STUDENT_ID, STUDENT_ID_RULE, Candidate, attribute, discover, exercise_of
+from .discover import STUDENT_ID_RULE, Candidate, attribute, discover, exercise_of, student_id_problem
 from .integrity import Checked
 from .load import MAX_FILE_BYTES, Loaded, read_bytes
 from .model import Exercise, ExerciseFormatError, load_exercises
@@ -342,8 +342,8 @@ def submit_main(argv: list[str] | None = None) -> int:
     args.out = args.out or default_handin()
     student = args.student
     try:
-        if not STUDENT_ID.fullmatch(student):
-            raise UsageError(f"student id {student[:40]!r} is not allowed: {STUDENT_ID_RULE}")
+        if problem := student_id_problem(student):   # states the rule, suggests an ASCII id
+            raise UsageError(problem)
         if "__" in student:
             raise UsageError(f"student id {student!r} is not allowed: no '__' (two underscores separate "
                              "the id from the exercise in the hand-in's name)")

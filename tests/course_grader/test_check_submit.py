@@ -234,3 +234,11 @@ def test_submit_hands_in_beside_the_workspace_when_the_course_folder_is_not_writ
     monkeypatch.setenv("COURSE_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.setattr(student.os, "access", lambda path, mode: False)   # as a student in root's checkout
     assert student.default_handin() == (tmp_path / "ws").resolve() / "handin"
+
+
+def test_submit_suggests_an_ascii_id(tmp_path, capsys, exercises):
+    source = write(answered_notebook(exercises["ex02"]), tmp_path / "ex02_diagnose.ipynb")
+    assert student.submit_main([str(source), "--student=José-Ñúñez", "--out", str(tmp_path / "handin")]) == 2
+    err = capsys.readouterr().err
+    assert "use an ASCII id such as 'Jose-Nunez'" in err and STUDENT_ID_RULE in err
+    assert not (tmp_path / "handin").exists()

@@ -119,3 +119,29 @@ def test_duplicate_choice_depends_only_on_the_files():
     counted, ignored = choose([a, c], lambda x: True)
     assert counted is c and ignored == [a]
     assert choose([_cand("z", 1), _cand("a", 1)], lambda x: True)[0].rel == "a"
+
+
+@pytest.mark.parametrize("sid, shown, suggestion", [
+    ("José-Ñúñez", "'é' (U+00E9 LATIN SMALL LETTER E WITH ACUTE)", "'Jose-Nunez'"),
+    ("\u0430lice", "'а' (U+0430 CYRILLIC SMALL LETTER A) is not allowed (it looks like a Latin letter", "'alice'"),
+    ("ada lovelace", "' ' (U+0020 SPACE)", "'ada-lovelace'"),
+])
+def test_a_non_ascii_id_is_refused_with_the_rule_and_an_ascii_id_to_use(tmp_path, sid, shown, suggestion):
+    from course_grader.discover import STUDENT_ID_RULE
+
+    (tmp_path / sid).mkdir()
+    (tmp_path / sid / "ex01_capture_boundary.ipynb").write_text("{}")
+    (tmp_path / f"{sid}__ex02_diagnose.ipynb").write_text("{}")
+    found, _ = discover(tmp_path)
+    assert len(found) == 2
+    for cand in found:
+        assert cand.student is None
+        assert shown in cand.reason and STUDENT_ID_RULE in cand.reason
+        assert f"use an ASCII id such as {suggestion}" in cand.reason
+
+
+def test_a_trailing_newline_is_not_part_of_an_allowed_id(tmp_path):
+    (tmp_path / "ada\n").mkdir()
+    (tmp_path / "ada\n" / "ex01_capture_boundary.ipynb").write_text("{}")
+    [cand] = discover(tmp_path)[0]
+    assert cand.student is None and "U+000A" in cand.reason
