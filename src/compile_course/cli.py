@@ -111,26 +111,37 @@ def cmd_run(args) -> int:
     is the site, build/site/index.html.
     """
     summary: list[tuple[str, str, str]] = []
+    started = time.perf_counter()
+    steps = 4
+
+    def step(n: int, what: str) -> float:
+        print(f"[{n}/{steps}] {what}   ({time.perf_counter() - started:.0f} s elapsed)", flush=True)
+        return time.perf_counter()
+
+    def took(since: float) -> str:
+        return f"{time.perf_counter() - since:.0f} s"
+
     lessons = _lessons()
-    print(f"[1/4] executing {len(lessons)} lesson notebooks into build/executed/", flush=True)
+    t = step(1, f"executing the {len(lessons)} lesson notebooks into build/executed/ "
+                "(proves they run here; stored outputs untouched)")
     results = _execute_many(lessons, BUILD / "executed", args.jobs)
     ok = sum(s == "ok" for _, _, s in results)
-    summary.append(("lessons executed", f"{ok}/{len(lessons)} ok", "build/executed/"))
-
+    summary.append(("lessons executed", f"{ok}/{len(lessons)} ok, {took(t)}", "build/executed/"))
     failed = ok != len(lessons)
-    from course_grader.orchestrate import grade_samples
+
     from course_grader.release import release_all
+    from course_grader.samples.demo import grade_demo
 
-    print("[2/4] regenerating exercises/ from solutions/", flush=True)
+    t = step(2, "regenerating exercises/ from solutions/")
     written = release_all(ROOT / "solutions", ROOT / "exercises")
-    summary.append(("exercises regenerated", str(len(written)), "exercises/"))
+    summary.append(("exercises regenerated", f"{len(written)}, {took(t)}", "exercises/"))
 
-    print("[3/4] grading the bundled sample submissions", flush=True)
-    line, grader_ok = grade_samples(BUILD / "samples-grading", jobs=args.jobs)
-    summary.append(("sample grading", line, "build/samples-grading/"))
+    t = step(3, "grading the bundled sample submissions, one of each kind, in the sandbox")
+    line, grader_ok = grade_demo(BUILD / "samples-grading", jobs=args.jobs)
+    summary.append(("sample grading", f"{line}, {took(t)}", "build/samples-grading/feedback/index.html"))
     failed |= not grader_ok
 
-    print("[4/4] building the course site from the stored outputs, with the tlparse report", flush=True)
+    t = step(4, "building the course site from the stored outputs, with the tlparse report")
     from .site.build import build_site
     try:
         site_index = build_site(BUILD / "site")
@@ -139,9 +150,9 @@ def cmd_run(args) -> int:
         summary.append(("course site", f"FAILED: {type(exc).__name__}: {first_line}", ""))
         failed = True
     else:
-        summary.append(("course site", "built", str(site_index.relative_to(ROOT))))
+        summary.append(("course site", f"built, {took(t)}; open it in a browser", str(site_index.relative_to(ROOT))))
 
-    print()
+    print(f"\ncourse run: {'FAILED' if failed else 'done'} in {time.perf_counter() - started:.0f} s")
     print_summary(summary)
     return 1 if failed else 0
 

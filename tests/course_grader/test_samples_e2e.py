@@ -2,10 +2,13 @@
 
     COURSE_SAMPLES_E2E=1 .venv/bin/python -m pytest tests/course_grader/test_samples_e2e.py
 
-Grading the 69 samples takes about 20 minutes on a busy 2-core machine (each
-submission also runs its feedback notebook; two samples exhaust a CPU limit and are
-re-run alone), so ``make test`` leaves it to ``make course``, which grades the same
-samples with the same expectations (``orchestrate.grade_samples``).
+Grading the 70 samples takes 10 to 20 minutes on a busy 2-core machine (each
+submission also runs its feedback notebook; the two infinite loops use up the full
+CPU limits and are re-run alone: about 7 minutes of it). This is the only place all of
+them are graded, under the full limits: run it after changing the grader, the
+sandbox or the samples. ``make test`` leaves it out; ``make course`` grades one sample
+of each kind (``course_grader.samples.demo``, its infinite loop under a few CPU-seconds
+a cell), with the same expectations (``orchestrate.grade_samples`` here).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pytest
 from course_grader.orchestrate import grade_samples
 
 pytestmark = pytest.mark.skipif(os.environ.get("COURSE_SAMPLES_E2E") != "1",
-                                reason="set COURSE_SAMPLES_E2E=1 to grade every sample end to end (about 20 min)")
+                                reason="set COURSE_SAMPLES_E2E=1 to grade every sample end to end (10 to 20 min)")
 
 
 def test_every_sample_gets_its_expected_verdict(tmp_path):
