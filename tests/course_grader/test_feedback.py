@@ -75,3 +75,32 @@ def test_a_hostile_file_name_cannot_write_outside_the_output_folder(tmp_path, su
     written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
     assert all(str(p).startswith(("subs/", "out/")) for p in written), written
     assert any(line.startswith("%2e%2e__ex01_x.ipynb: student id") for line in report.unattributed)
+
+
+def test_a_written_answer_shows_question_answer_score_and_comment(tmp_path, submission, grade_fake, exercises):
+    from course_grader.gradebook import Gradebook
+
+    ex = exercises["ex06"]
+    first = ex.answers[0]
+
+    def answer(nb):
+        for cell in nb.cells:
+            if cell.metadata.get("course", {}).get("id") == first.course_id:
+                cell.source = "Because <guards> fail & the graph recompiles."
+
+    submission("gil", "ex06", edit=answer)
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    with Gradebook(report.gradebook) as book:
+        [row] = book.current()
+        [item] = [a for a in book.answers(row["key"]) if a["cell_id"] == first.course_id]
+        book.set_review(row["key"], first.course_id, 1.0, "Right idea.")
+        from course_grader.feedback import render_all
+
+        render_all(book, report.out_dir)
+    page = (report.out_dir / "feedback" / "gil" / f"{ex.name}.html").read_text()
+    question_line = next(line for line in item["question"].splitlines() if len(line.strip()) > 10)
+    from markupsafe import escape
+
+    assert str(escape(question_line.strip())) in page
+    assert "Because &lt;guards&gt; fail &amp; the graph recompiles." in page
+    assert "Right idea." in page and f"1 / {item['points_possible']:g}" in page
