@@ -104,3 +104,66 @@ def test_a_written_answer_shows_question_answer_score_and_comment(tmp_path, subm
     assert str(escape(question_line.strip())) in page
     assert "Because &lt;guards&gt; fail &amp; the graph recompiles." in page
     assert "Right idea." in page and f"1 / {item['points_possible']:g}" in page
+
+
+GRAPH_BREAK_LOG = (__import__("pathlib").Path(__file__).parent / "data" / "graph_break_output.txt")
+# Recorded from a real sandboxed notebook kernel (GradingHost().notebook_kernel().run_cell) running
+#     with compile_course.torch_logs(graph_breaks=True): torch.compile(f, backend="eager")(torch.ones(3))
+# where f prints: torch's graph-break log with its "User code traceback", through the kernel's output.
+
+
+def test_the_grader_frames_leave_a_graph_break_log_and_the_student_frames_stay():
+    from course_grader.feedback import hide_grader_frames
+
+    text = GRAPH_BREAK_LOG.read_text(encoding="utf-8")
+    assert "course_grader/sandbox/template.py" in text and "IPython/core" in text   # the recording has them
+    shown = hide_grader_frames(text)
+    for grader in ("course_grader/sandbox/", "/IPython/", "<frozen runpy>", "result = self._run_cell(", "^^^^",
+                   "exec(code_obj"):
+        assert grader not in shown, grader
+    kept = [line for line in text.splitlines() if line in shown.splitlines()]
+    for student in ('File "<ipython-input-1-6ee1b99689f9>", line 8, in <module>', 'torch.compile(f, backend="eager")',
+                    'File "<ipython-input-1-6ee1b99689f9>", line 5, in f', 'print("hi")', "User code traceback:",
+                    "Graph Break Reason:", "Hint: Avoid calling builtin `print`", "gb0059.html"):
+        assert any(student in line for line in kept), student
+    assert shown.splitlines()[-1] == "hi"                                  # the cell's own print
+    # nothing but whole grader frames went: 9 one-line frames (runpy, template, kernel), and 6 IPython
+    # frames with their source line, 4 of them with a ^^^ line too
+    assert len(text.splitlines()) - len(shown.splitlines()) == 9 + 6 * 2 + 4
+
+
+@pytest.mark.parametrize("text", [
+    "plain output\nno frames at all",
+    'Traceback (most recent call last):\n  File "/home/me/my_helpers.py", line 3, in f\n'
+    '    raise ValueError\nValueError',
+    '  File "/work/IPythonNotes/x.py", line 1, in g\n    y()',                    # not IPython's package
+])
+def test_other_text_is_left_as_it_was(text):
+    from course_grader.feedback import hide_grader_frames
+
+    assert hide_grader_frames(text) == text
+
+
+def test_the_page_shows_the_cells_output_without_the_grader_frames(tmp_path, submission, grade_fake, fake_host):
+    text = GRAPH_BREAK_LOG.read_text(encoding="utf-8")
+
+    class LoggingKernel:
+        def run_cell(self, source, cell_id=""):
+            from course_grader.status import CellStatus
+
+            return type("CellResult", (), {"status": CellStatus.OK, "output": text, "error": None, "cpu_s": 0.0})()
+
+    class Host(fake_host):
+        def notebook_kernel(self):
+            from contextlib import nullcontext
+
+            return nullcontext(LoggingKernel())
+
+    submission("hal", "ex02")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out", host_factory=lambda *a: Host())
+    page = (report.out_dir / "feedback" / "hal" / "ex02_diagnose.html").read_text()
+    assert "Graph Break Reason" in page and "ipython-input-1-6ee1b99689f9&gt;&#34;, line 5, in f" in page
+    assert "course_grader/sandbox" not in page and "IPython/core" not in page
+    with __import__("course_grader.gradebook").gradebook.Gradebook(report.gradebook) as book:
+        [row] = book.current()
+        assert any("course_grader/sandbox" in c["output"] for c in book.cells(row["key"]))  # stored as it came

@@ -31,6 +31,45 @@ PAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 MAX_SHOWN_CHARS = 6000
 
 
+# A frame of a Python traceback, alone or after a log prefix (torch's graph-break log prints the
+# user stack as "V1202 ... [__graph_breaks]   File "...", line 5, in f").
+FRAME = re.compile(r'^(?P<prefix>.*?)(?P<indent> +)File "(?P<file>[^"]*)", line \d+')
+
+
+def grader_frame(file: str) -> bool:
+    """Whether a traceback frame is the grader's, not the student's: a file of the grader's sandbox
+    package (the kernel, its template and worker) or of IPython (the shell that runs the cell), or
+    the interpreter's start-up (``<frozen runpy>``) that launches the sandbox. Matched by path parts,
+    so it holds wherever the grader is installed (a cluster worker's checkout too)."""
+    return "/course_grader/sandbox/" in file or "/IPython/" in file or file == "<frozen runpy>"
+
+
+def hide_grader_frames(text: str) -> str:
+    """``text`` without the grader's frames (see ``grader_frame``): each such ``File "..."`` line
+    goes with the lines of that frame (its source line and ``^^^`` markers: the same prefix, more
+    indented). Every other line, torch's own included, is kept as it was."""
+    if 'File "' not in text:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = FRAME.match(lines[i])
+        if not (m and grader_frame(m["file"])):
+            kept.append(lines[i])
+            i += 1
+            continue
+        prefix, depth = m["prefix"], len(m["indent"])
+        i += 1
+        while i < len(lines) and lines[i].startswith(prefix):
+            rest = lines[i][len(prefix):]
+            body = rest.lstrip(" ")
+            if not body or len(rest) - len(body) <= depth or body.startswith('File "'):
+                break
+            i += 1
+    return "\n".join(kept)
+
+
 class UnsafePath(ValueError):
     """A feedback path would not be a plain file inside the output folder."""
 
@@ -75,6 +114,12 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _shown_cells(cells) -> list[dict]:
+    """The feedback run's cells as the student sees them: the grader's own frames left out."""
+    return [{"label": c["label"], "status": c["status"], "output": hide_grader_frames(c["output"]),
+             "error": hide_grader_frames(c["error"])} for c in cells]
+
+
 def render_attempt(book: Gradebook, row, out_dir: Path, env: Environment | None = None) -> Path:
     env = env or _env()
     manual, reviewed = book.manual_score(row["key"])
@@ -84,7 +129,7 @@ def render_attempt(book: Gradebook, row, out_dir: Path, env: Environment | None 
         total=row["auto_score"] + manual, possible=row["auto_possible"] + row["manual_possible"],
         flags=json.loads(row["flags"]), notices=json.loads(row["notices"]), notes=json.loads(row["notes"]),
         ignored=json.loads(row["ignored"]) if "ignored" in row.keys() else [],
-        tests=book.tests(row["key"]), cells=book.cells(row["key"]), answers=book.answers(row["key"]),
+        tests=book.tests(row["key"]), cells=_shown_cells(book.cells(row["key"])), answers=book.answers(row["key"]),
         clearance=clearance)
     return _write(page_path(out_dir, row["student"], page_name(row)), page)
 
