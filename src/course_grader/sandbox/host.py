@@ -614,8 +614,9 @@ class GradingHost:
             self._seal_cache()
 
     def _seal_cache(self) -> None:
-        """Only root may enter the cache folder on the host (a warming run opens it, world-writable,
-        while it lasts). Runs do not need more: their overlay's root belongs to their own uid, and
-        the entries inside were written world-writable (umask 0) so that any run can copy them up."""
-        if self.compile_cache is not None and os.geteuid() == 0:
+        """Only the grader's user (root, or the instructor without root) may enter the cache folder on
+        the host (a root warming run opens it, world-writable, while it lasts). Runs do not need more:
+        their overlay's root belongs to their own uid, and the entries inside were written
+        world-writable (umask 0) so that any run can copy them up."""
+        if self.compile_cache is not None and self.compile_cache.stat().st_uid == os.geteuid():
             os.chmod(self.compile_cache, 0o700)

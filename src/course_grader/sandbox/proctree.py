@@ -35,6 +35,18 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def tree_pids(root_pid: int) -> list[int]:
+    """``root_pid`` and every live descendant of it."""
+    found, todo = [], [root_pid]
+    while todo and len(found) < MAX_PROCESSES:
+        pid = todo.pop()
+        if pid in found or not os.path.exists(f"/proc/{pid}"):
+            continue
+        found.append(pid)
+        todo += _children(pid)
+    return found
+
+
 def tree_cpu_s(root_pid: int) -> float | None:
     """CPU seconds used by ``root_pid`` and all its descendants (None when it is gone)."""
     total, todo, seen = 0, [root_pid], set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,43 @@ from course_grader.sandbox import Limits
 
 PROBES = Path(__file__).parent / "files" / "probe_harness"
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, cgroups and uid changes need root")
+
+
+def _confinement() -> str:
+    from course_grader.sandbox.host import confinement_mode
+
+    return confinement_mode()
+
+
+# Root confines a run under a leased uid; an ordinary user, in user namespaces (docs/sandbox.md).
+# Tests marked so run both ways: tests/course_grader/test_as_ordinary_user.py runs them as a created user.
+needs_confinement = pytest.mark.skipif(_confinement() == "none",
+                                       reason="not root, and user namespaces are off: runs cannot be confined")
+
+
+def run_uids(host) -> set[int]:
+    """The uids a run's own processes report: a leased one under root, the nested namespace's otherwise."""
+    from course_grader.sandbox.confine import SANDBOX_UID
+
+    return set(host.uid_block) if host.confinement == "root" else {SANDBOX_UID}
+
+
+def runs_alive(host) -> list[int]:
+    """Host pids of run processes still alive: under root, any process of the host's uids; in user
+    namespaces (where a run's uid outside is ours), any descendant of the process's template."""
+    import time
+
+    from course_grader.sandbox.proctree import tree_pids
+
+    def alive() -> list[int]:
+        if host.confinement == "root":
+            return uids_alive(host.uid_block)
+        return [pid for pid in tree_pids(host.template.proc.pid) if pid != host.template.proc.pid]
+
+    deadline = time.monotonic() + 5   # a run's trusted reaper leaves just after it reports the exit
+    while (left := alive()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
 
 
 def small_limits(**overrides) -> Limits:

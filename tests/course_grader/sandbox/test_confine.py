@@ -9,9 +9,17 @@ from pathlib import Path
 
 from course_grader.sandbox import confine
 
-from sandbox_probes import needs_root
+from sandbox_probes import _confinement, needs_confinement
 
-pytestmark = needs_root
+pytestmark = needs_confinement
+MODE = _confinement()
+
+
+def mounts(hide, reveal, keep):
+    """``build_mounts`` as a run of this mode calls it: a leased uid under root; in user namespaces
+    the namespace's root (the grader outside) over a read-only tree."""
+    userns = MODE == "userns"
+    return confine.build_mounts(hide, reveal, keep, "", False, 0 if userns else 2_000_999, read_only=userns)
 
 
 def in_namespaces(setup, probe) -> dict:
@@ -21,7 +29,7 @@ def in_namespaces(setup, probe) -> dict:
     if pid == 0:
         try:
             os.close(r)
-            assert confine.unshare_namespaces() == []
+            assert confine.unshare_namespaces(MODE) == []
             notices = setup()
             os.write(w, json.dumps({"notices": notices, **probe()}).encode())
         finally:
@@ -43,7 +51,7 @@ def test_a_checkout_under_tmp_stays_reachable_with_its_hidden_parts_covered():
         stray = Path(f"/tmp/stray-{secrets.token_hex(4)}")
         stray.write_text("other user's file")
         reply = in_namespaces(
-            lambda: confine.build_mounts([str(clone / "solutions")], {}, [str(clone)], "", False, 2_000_999),
+            lambda: mounts([str(clone / "solutions")], {}, [str(clone)]),
             lambda: {"tmp": sorted(os.listdir("/tmp")), "clone": sorted(os.listdir(clone)),
                      "solutions": os.listdir(clone / "solutions"), "src": (clone / "src" / "helper.py").read_text()})
     finally:
@@ -74,7 +82,7 @@ def test_reveal_binds_a_folder_read_only_inside_a_hidden_one(tmp_path):
         return {"pkg": sorted(os.listdir(package)), "harness": os.listdir(package / "harness"), "writable": writable}
 
     # tmp_path lives under /tmp, which becomes private: keep it reachable the way a checkout would be
-    reply = in_namespaces(lambda: confine.build_mounts([str(package)], {str(package / "harness"): str(probes)},
-                                                       [str(tmp_path)], "", False, 2_000_999), probe)
+    reply = in_namespaces(lambda: mounts([str(package)], {str(package / "harness"): str(probes)}, [str(tmp_path)]),
+                          probe)
     assert reply["pkg"] == ["harness"] and reply["harness"] == ["probe.py"] and reply["writable"] is False
     assert (package / "secret.py").read_text() == "hidden" and not (package / "harness" / "new.py").exists()

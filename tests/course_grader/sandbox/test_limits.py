@@ -9,9 +9,9 @@ from course_grader import protocol
 from course_grader.sandbox import SandboxFault
 from course_grader.status import CellStatus, FaultKind
 
-from sandbox_probes import needs_root, small_limits, uids_alive
+from sandbox_probes import needs_confinement, runs_alive, small_limits
 
-pytestmark = needs_root
+pytestmark = needs_confinement
 
 
 def test_cpu_loop_is_a_cpu_time_fault_naming_the_cell(host):
@@ -23,7 +23,7 @@ def test_cpu_loop_is_a_cpu_time_fault_naming_the_cell(host):
         assert result.cpu_s >= 1
         after = kernel.run_cell("print(x)", "ex01-check")
         assert after.status is CellStatus.NOT_RUN
-    assert uids_alive(host.uid_block) == []
+    assert runs_alive(host) == []
 
 
 def test_cpu_in_threads_and_subprocesses_counts_too(host):
@@ -65,7 +65,31 @@ def test_fork_bomb_hits_pids_max(host):
     with host.notebook_kernel(small_limits(pids=24)) as kernel:
         result = kernel.run_cell("import os\nwhile True:\n    os.fork()", "bomb")
     assert result.fault is FaultKind.PIDS and "cell bomb" in result.error
-    assert uids_alive(host.uid_block) == []
+    assert runs_alive(host) == []
+
+
+def test_without_a_memory_cgroup_rlimit_as_refuses_the_allocation(host):
+    """An ordinary user has no memory cgroup here: RLIMIT_AS makes the allocation fail in the student's code."""
+    if host.plan.memory:
+        pytest.skip("this host caps memory with a cgroup (test_memory_cap_gives_a_memory_fault)")
+    with host.notebook_kernel() as kernel:
+        result = kernel.run_cell(f"big = bytearray({host.limits.address_space_bytes + (1 << 30)})", "hog")
+        assert result.status is CellStatus.ERROR and result.error.startswith("MemoryError"), result
+        assert kernel.run_cell("print('still here')").output == "still here\n"
+
+
+def test_in_user_namespaces_rlimit_nproc_caps_a_fork_bomb(host):
+    """No pids cgroup for an ordinary user: RLIMIT_NPROC, counted per user namespace, caps the run's processes."""
+    if host.confinement != "userns":
+        pytest.skip("runs are not in user namespaces here (root uses the pids cgroup)")
+    with host.notebook_kernel(small_limits(pids=24)) as kernel:
+        result = kernel.run_cell("import os\nwhile True:\n    os.fork()", "bomb")
+        assert "BlockingIOError" in (result.error or ""), result
+        threads = kernel.run_cell("import threading, time\n"
+                                  "ts = [threading.Thread(target=time.sleep, args=(3,)) for _ in range(100)]\n"
+                                  "for t in ts: t.start()", "threads")
+        assert "can't start new thread" in (threads.error or ""), threads
+    assert runs_alive(host) == []
 
 
 def test_output_flood_is_capped_and_memory_stays_bounded(host):
