@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _instructor_action(args, out: Path, gradebook: Path) -> int:
-    from .export import export_grades, export_review, import_review
+    from .export import SheetError, export_grades, export_review, import_review
     from .feedback import render_all
     from .gradebook import Gradebook
 
@@ -191,10 +191,20 @@ def _instructor_action(args, out: Path, gradebook: Path) -> int:
             say(f"flag cleared: {row['student']} {row['exercise_name']} attempt {row['key'][:16]} now "
                   f"{row['auto_score']:g}/{row['auto_possible']:g} ({row['reason']})")
         else:
-            applied, problems = import_review(book, args.import_review)
-            for p in problems:
-                say(f"  {p}")
-            print(f"review: {applied} answers scored, {len(problems)} rows skipped")
+            try:
+                result = import_review(book, args.import_review)
+            except SheetError as exc:
+                say(f"course grade: {exc}", file=sys.stderr)
+                say("course grade: nothing was imported and no file was changed", file=sys.stderr)
+                return 2
+            for line in result.notes:
+                say(f"  note: {line}")
+            for line in result.kept:
+                say(f"  not applied: {line}")
+            say(f"review: {result.scored} answers scored, {result.commented} comments without a score, "
+                f"{result.blank} rows left blank, {len(result.kept)} rows not applied"
+                + (" (kept in review.csv as you typed them, with the reason in its 'problem' column: fix them "
+                   "there and import again)" if result.kept else ""))
         pages = render_all(book, out)
         export_grades(book, out / "grades.csv")
         export_review(book, out / "review.csv")

@@ -47,6 +47,10 @@ CREATE TABLE IF NOT EXISTS cells (
 CREATE TABLE IF NOT EXISTS current (
     student TEXT NOT NULL, exercise TEXT NOT NULL, key TEXT NOT NULL REFERENCES attempts(key),
     ignored TEXT NOT NULL, PRIMARY KEY (student, exercise));
+CREATE TABLE IF NOT EXISTS review_kept (
+    student TEXT NOT NULL, exercise TEXT NOT NULL, cell_id TEXT NOT NULL, attempt TEXT NOT NULL,
+    score TEXT NOT NULL, comment TEXT NOT NULL, problem TEXT NOT NULL, kept_at REAL NOT NULL,
+    PRIMARY KEY (student, exercise, cell_id, attempt));
 CREATE TABLE IF NOT EXISTS clearances (
     key TEXT PRIMARY KEY REFERENCES attempts(key), reason TEXT NOT NULL, flags TEXT NOT NULL,
     cleared_at REAL NOT NULL);
@@ -229,6 +233,25 @@ class Gradebook:
         cur = self.db.execute("UPDATE answers SET score=?, comment=? WHERE key=? AND cell_id=?",
                               (score, comment, key, cell_id))
         return cur.rowcount == 1
+
+    def keep_review_row(self, student: str, exercise: str, cell_id: str, attempt: str, score: str, comment: str,
+                        problem: str) -> None:
+        """Keep a review-sheet row that could not be applied, as the instructor typed it, with why:
+        ``review.csv`` is exported with it until a later import applies that row."""
+        self.db.execute("INSERT INTO review_kept VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(student, exercise, cell_id, "
+                        "attempt) DO UPDATE SET score=excluded.score, comment=excluded.comment, "
+                        "problem=excluded.problem, kept_at=excluded.kept_at",
+                        (student, exercise, cell_id, attempt, score, comment, problem, time.time()))
+
+    def drop_kept_review(self, student: str, exercise: str, cell_id: str, attempt: str) -> None:
+        self.db.execute("DELETE FROM review_kept WHERE student=? AND exercise=? AND cell_id=? AND attempt=?",
+                        (student, exercise, cell_id, attempt))
+
+    def drop_kept_reviews(self, student: str, exercise: str) -> None:
+        self.db.execute("DELETE FROM review_kept WHERE student=? AND exercise=?", (student, exercise))
+
+    def kept_reviews(self) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM review_kept ORDER BY student, exercise, cell_id, attempt").fetchall()
 
     def clear_flag(self, prefix: str, reason: str) -> sqlite3.Row:
         """Clear the flags of one flagged attempt, with the instructor's reason, and re-score it.

@@ -52,8 +52,8 @@ def test_review_round_trip_scores_comments_and_refuses_bad_rows(tmp_path, submis
         w.writeheader()
         w.writerows([{k: neutralise(v) for k, v in r.items()} for r in rows])
     with Gradebook(report.gradebook) as book:
-        applied, problems = import_review(book, sheet)
-        assert applied == len(rows) - 2 and len(problems) == 2
+        result = import_review(book, sheet)
+        assert (result.scored, result.blank, len(result.kept)) == (1, len(rows) - 3, 2)
         [row] = book.current()
         answers = {a["cell_id"]: a for a in book.answers(row["key"])}
         assert answers[rows[0]["cell_id"]]["score"] == 1.5 and answers[rows[0]["cell_id"]]["comment"] == "-good start"
@@ -76,5 +76,118 @@ def test_a_resubmission_is_not_scored_with_an_old_sheet(tmp_path, submission, gr
     submission("quinn", "ex06", edit=changed)
     grade_fake(tmp_path / "subs", tmp_path / "out")
     with Gradebook(report.gradebook) as book:
-        applied, problems = import_review(book, old_sheet)
-    assert applied == 0 and problems and all("resubmitted" in p for p in problems)
+        result = import_review(book, old_sheet)
+    assert result.scored == 0 and result.kept and all("resubmitted" in p for p in result.kept)
+
+
+def _sheet(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _write_sheet(path, rows, **kw):
+    with open(path, "w", newline="", encoding=kw.pop("encoding", "utf-8")) as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]), **kw)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _graded_ex06(tmp_path, submission, grade_fake, students=("rae",)):
+    for s in students:
+        submission(s, "ex06")
+    return grade_fake(tmp_path / "subs", tmp_path / "out")
+
+
+def test_rejected_rows_keep_what_was_typed_with_the_reason_and_only_scores_are_counted(
+        tmp_path, submission, grade_fake, exercises, capsys):
+    from course_grader.cli import main as grade_main
+
+    report = _graded_ex06(tmp_path, submission, grade_fake, ("rae", "sol"))
+    sheet = report.out_dir / "review.csv"
+    rows = _sheet(sheet)
+    n = len(exercises["ex06"].answers)
+    assert len(rows) == 2 * n and all(r["problem"] == "" for r in rows)
+    rae = [r for r in rows if r["student"] == "rae"]
+    for r in rae:
+        r["score"], r["comment"] = "1", f"fine {r['cell_id']}"
+    rae[0]["score"], rae[0]["comment"] = "99", "careful work, but see the rubric"      # out of range
+    rae[1]["score"], rae[1]["comment"] = "one", "typed a word"                          # not a number
+    _write_sheet(sheet, rows)
+    out = str(report.out_dir)
+    assert grade_main(["--import-review", str(sheet), "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert f"review: {n - 2} answers scored, 0 comments without a score, {n} rows left blank, 2 rows not applied" \
+        in printed
+    again = {(r["student"], r["cell_id"]): r for r in _sheet(sheet)}            # review.csv was rewritten
+    bad0, bad1 = again[("rae", rae[0]["cell_id"])], again[("rae", rae[1]["cell_id"])]
+    assert (bad0["score"], bad0["comment"]) == ("99", "careful work, but see the rubric")
+    assert "outside 0.." in bad0["problem"]
+    assert (bad1["score"], bad1["comment"]) == ("one", "typed a word") and "not a number" in bad1["problem"]
+    assert again[("rae", rae[2]["cell_id"])]["score"] == "1" and again[("rae", rae[2]["cell_id"])]["problem"] == ""
+    # a grading run rewrites review.csv too, and keeps them
+    grade_fake(tmp_path / "subs", tmp_path / "out")
+    assert {(r["cell_id"], r["score"]) for r in _sheet(sheet) if r["problem"]} == {(rae[0]["cell_id"], "99"),
+                                                                                     (rae[1]["cell_id"], "one")}
+    # fixed in the sheet and imported again: applied, the problem gone; re-importing blanks changes nothing
+    rows = _sheet(sheet)
+    for r in rows:
+        if r["problem"]:
+            r["score"] = "0.5"
+    _write_sheet(sheet, rows)
+    assert grade_main(["--import-review", str(sheet), "--out", out]) == 0
+    assert f"review: {n} answers scored, 0 comments without a score, {n} rows left blank, 0 rows not applied" \
+        in capsys.readouterr().out
+    final = _sheet(sheet)
+    assert not any(r["problem"] for r in final)
+    assert {r["score"] for r in final if r["student"] == "rae"} == {"0.5", "1"}
+
+
+def _cli_import(sheet, out, capsys):
+    from course_grader.cli import main as grade_main
+
+    code = grade_main(["--import-review", str(sheet), "--out", str(out)])
+    return code, capsys.readouterr()
+
+
+def test_a_hand_typed_sheet_with_a_bom_crlf_spaces_and_semicolons_is_read(tmp_path, submission, grade_fake, capsys):
+    report = _graded_ex06(tmp_path, submission, grade_fake)
+    rows = _sheet(report.out_dir / "review.csv")
+    keep = ["student", "exercise", "cell_id", "score", "comment", "attempt"]
+    lines = [";".join(f"  {k.upper() if k == 'score' else k} " for k in keep)]
+    for r in rows:
+        lines.append(";".join([f" {r['student']} ", r["exercise"], r["cell_id"], " 1 ", " good ", r["attempt"]]))
+    sheet = tmp_path / "typed.csv"
+    sheet.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    code, printed = _cli_import(sheet, report.out_dir, capsys)
+    assert code == 0, printed.err
+    assert f"review: {len(rows)} answers scored" in printed.out
+    assert {(r["score"], r["comment"]) for r in _sheet(report.out_dir / "review.csv")} == {("1", "good")}
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda text: text.replace("score,", "points,", 1), "no column 'score'"),          # a renamed header
+    (lambda text: text.replace(",comment,", ",", 1), "no column 'comment'"),          # a missing column
+])
+def test_a_sheet_with_a_bad_header_is_refused_and_nothing_is_lost(tmp_path, submission, grade_fake, capsys,
+                                                                  damage, message):
+    report = _graded_ex06(tmp_path, submission, grade_fake)
+    sheet = report.out_dir / "review.csv"
+    rows = _sheet(sheet)
+    rows[0]["score"], rows[0]["comment"] = "1", "typed by hand"
+    _write_sheet(sheet, rows)
+    sheet.write_text(damage(sheet.read_text(encoding="utf-8")), encoding="utf-8")
+    before = {p: p.read_bytes() for p in report.out_dir.rglob("*") if p.is_file()}
+    code, printed = _cli_import(sheet, report.out_dir, capsys)
+    assert code == 2 and message in printed.err and "nothing was imported" in printed.err
+    assert {p: p.read_bytes() for p in report.out_dir.rglob("*") if p.is_file()} == before
+
+
+def test_a_sheet_saved_in_another_encoding_is_refused_and_nothing_is_lost(tmp_path, submission, grade_fake, capsys):
+    report = _graded_ex06(tmp_path, submission, grade_fake)
+    sheet = report.out_dir / "review.csv"
+    rows = _sheet(sheet)
+    rows[0]["score"], rows[0]["comment"] = "1", "très bien"
+    _write_sheet(sheet, rows, encoding="cp1252")
+    before = sheet.read_bytes()
+    code, printed = _cli_import(sheet, report.out_dir, capsys)
+    assert code == 2 and "is not UTF-8" in printed.err and sheet.read_bytes() == before

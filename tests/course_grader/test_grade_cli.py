@@ -47,7 +47,8 @@ def test_import_review_through_the_cli(tmp_path, submission, grade_fake, capsys)
         writer.writeheader()
         writer.writerows(rows)
     assert grade_main(["--import-review", str(sheet), "--out", str(report.out_dir)]) == 0
-    assert f"review: {len(rows)} answers scored, 0 rows skipped" in capsys.readouterr().out
+    assert (f"review: 1 answers scored, 0 comments without a score, {len(rows) - 1} rows left blank, "
+            "0 rows not applied") in capsys.readouterr().out
     with Gradebook(report.gradebook) as book:
         [row] = book.current()
         assert book.manual_score(row["key"]) == (1.0, False)
