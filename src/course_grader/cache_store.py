@@ -82,9 +82,57 @@ def open_entry(exercise_hashes: dict[str, str], grader: str, store: Path | None 
     return Entry(cache_key(exercise_hashes, grader), store), ""
 
 
+RUN_FOLDER = ".compile-cache-"
+
+
+def _host_tag() -> str:
+    """This machine, as a folder-name part (a results folder may be on a disk other machines share)."""
+    return hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
+
+
+def _start_ticks(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), or None when
+    there is no such process. A pid reused by a later process has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
 def new_folder(run_dir: Path) -> Path:
-    """An empty private compile-cache folder for one run (filled by :meth:`Entry.copy_into`)."""
-    return Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=run_dir))
+    """An empty private compile-cache folder for one run (filled by :meth:`Entry.copy_into`).
+
+    Named ``.compile-cache-<host>-<pid>-<start>-<random>`` after the grader that owns it, so that
+    :func:`sweep_run_folders` can tell the folder of a grader that died (``kill -9`` skips the
+    cleanup) from a live one's."""
+    owner = f"{_host_tag()}-{os.getpid()}-{_start_ticks(os.getpid()) or 0}-"
+    return Path(tempfile.mkdtemp(prefix=RUN_FOLDER + owner, dir=run_dir))
+
+
+def sweep_run_folders(run_dir: Path) -> list[Path]:
+    """Remove the run folders (:func:`new_folder`) that graders which died left in ``run_dir``.
+
+    A folder is removed only when it names this machine and its process is gone: no process has that
+    pid, or the one that has it started at another time. A live grader's folder, one of another
+    machine, or one whose name does not say (made by an older grader) is left alone. Returns the
+    folders removed."""
+    removed = []
+    try:
+        entries = list(Path(run_dir).iterdir())
+    except OSError:
+        return removed
+    host = _host_tag()
+    for folder in entries:
+        parts = folder.name[len(RUN_FOLDER):].split("-") if folder.name.startswith(RUN_FOLDER) else []
+        if len(parts) < 4 or parts[0] != host or not parts[1].isdigit() or folder.is_symlink():
+            continue
+        pid, start = int(parts[1]), parts[2]
+        if pid == os.getpid() or _start_ticks(pid) == start:
+            continue   # its grader is alive
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 class Entry:

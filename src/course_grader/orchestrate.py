@@ -502,6 +502,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
             raise GraderError(refusal)
     host_factory = host_factory or _default_host
     private_dir(out_dir)  # 0700: no kernel uid of this or another run can enter it
+    cache_store.sweep_run_folders(out_dir)   # compile caches of graders killed before their cleanup
     report = ClassReport(out_dir, gradebook, exercise=exercise)
 
     with Gradebook(gradebook) as book:

@@ -174,3 +174,66 @@ def test_an_unusable_store_is_reported_and_the_run_warms_up_without_it(tmp_path,
     assert report.ok and len(report.graded) == 1 and not report.cache_reused and log.count("warm") == 1
     assert report.problems == [f"warm-up store {tmp_path / 'a-file' / 'store'}: cannot use it (Not a directory); "
                                "this run warms up without it"]
+
+
+KILLED_GRADER = r"""
+import sys, time
+from contextlib import contextmanager
+sys.path.insert(0, sys.argv[3])
+from conftest import FakeHost, stub_verdicts
+from course_grader.orchestrate import grade_class
+
+class Stuck:
+    def run_cell(self, source, cell_id=""):
+        print("grading", flush=True)
+        time.sleep(600)
+
+class Host(FakeHost):
+    @contextmanager
+    def notebook_kernel(self):
+        yield Stuck()
+
+grade_class(sys.argv[1], sys.argv[2], host_factory=lambda *a: Host(), verdict_for=stub_verdicts, progress=False)
+"""
+
+
+def test_a_resumed_run_sweeps_the_compile_cache_of_a_killed_grader_and_no_live_one(tmp_path, submission,
+                                                                                  grade_fake):
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    submission("kim", "ex01")
+    out = tmp_path / "out"
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED_GRADER)
+    grader = subprocess.Popen([sys.executable, str(script), str(tmp_path / "subs"), str(out),
+                               str(Path(__file__).parent)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert grader.stdout.readline().strip() == "grading"      # its compile cache exists now
+        left = [p for p in out.iterdir() if p.name.startswith(cache_store.RUN_FOLDER)]
+        assert len(left) == 1 and f"-{grader.pid}-" in left[0].name
+        live = subprocess.Popen([sys.executable, "-c", "import sys, time; from course_grader import cache_store; "
+                                 "print(cache_store.new_folder(sys.argv[1]), flush=True); time.sleep(600)", str(out)],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            live_folder = Path(live.stdout.readline().strip())
+            elsewhere = out / f"{cache_store.RUN_FOLDER}00000000-{grader.pid}-1-abc"   # another machine's
+            elsewhere.mkdir()
+            older = out / f"{cache_store.RUN_FOLDER}x1y2z3"                             # an older grader's name
+            older.mkdir()
+            grader.send_signal(signal.SIGKILL)
+            grader.wait()
+            assert left[0].is_dir()                                  # kill -9: no cleanup ran
+            grade_fake(tmp_path / "subs", out)                       # the resumed run
+            assert not left[0].exists()
+            assert live_folder.is_dir() and elsewhere.is_dir() and older.is_dir()
+            assert sorted(p.name for p in out.iterdir() if p.name.startswith(cache_store.RUN_FOLDER)) == sorted(
+                [live_folder.name, elsewhere.name, older.name])      # and its own went at its end
+        finally:
+            live.kill()
+            live.wait()
+    finally:
+        grader.kill()
+        grader.wait()
