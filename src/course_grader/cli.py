@@ -4,12 +4,17 @@
                [--scheduler ADDRESS | --cluster local:N]
   course grade --import-review SHEET.csv --out OUT [--gradebook PATH]
   course grade --clear-flag ATTEMPT --reason "..." --out OUT [--gradebook PATH]
+  course grade --hand-back OUT [--to DIR] [--zip] [--lms-ids MAP.csv]
 
 Results of DIR go to OUT (default build/grading/<name of DIR>/): gradebook.sqlite,
 grades.csv, review.csv and feedback/ (one page per student and exercise, and
 index.html). Exit status: 0 when the grader worked, whatever the students scored;
 1 for a grader fault (unreadable solutions, a model answer that fails its own tests,
 a crash of the grader); 2 for usage errors.
+
+--hand-back writes one folder per student with only their own pages (DIR/STUDENT/, readable once
+copied to them; DIR defaults to OUT-hand-back beside OUT) and, in OUT/lms/, grades.csv (one row per
+student, with total), canvas.csv and moodle.csv gradebook imports (docs/grading.md).
 """
 
 from __future__ import annotations
@@ -46,6 +51,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clear-flag", metavar="ATTEMPT",
                    help="clear the flags of this attempt (its id, or a prefix of it)")
     p.add_argument("--reason", help="why the flag is cleared (recorded in the gradebook; required with --clear-flag)")
+    p.add_argument("--hand-back", type=Path, metavar="OUT",
+                   help="write each student's own feedback folder, and LMS grade files, from the results in OUT")
+    p.add_argument("--to", type=Path, metavar="DIR", help="with --hand-back: the folder of the students' folders "
+                   "(default: OUT-hand-back beside OUT)")
+    p.add_argument("--zip", action="store_true", help="with --hand-back: also a STUDENT.zip per student")
+    p.add_argument("--lms-ids", type=Path, metavar="MAP.csv",
+                   help="with --hand-back: student,lms_id[,name,section,canvas_id,sis_user_id] per student")
     p.add_argument("--cpu-per-cell", type=int,
                    help="CPU seconds per cell or measuring request (default: the sandbox's)")
     p.add_argument("--no-progress", action="store_true")
@@ -96,11 +108,17 @@ def _out_dir(args) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    actions = sum(x is not None for x in (args.submissions, args.import_review, args.clear_flag))
+    actions = sum(x is not None for x in (args.submissions, args.import_review, args.clear_flag, args.hand_back))
     if actions != 1:
         parser().print_usage(sys.stderr)
-        print("course grade: give exactly one of DIR, --import-review SHEET, --clear-flag ATTEMPT", file=sys.stderr)
+        print("course grade: give exactly one of DIR, --import-review SHEET, --clear-flag ATTEMPT, --hand-back OUT",
+              file=sys.stderr)
         return 2
+    if args.hand_back is None and (args.to or args.zip or args.lms_ids):
+        print("course grade: --to, --zip and --lms-ids go with --hand-back OUT", file=sys.stderr)
+        return 2
+    if args.hand_back is not None:
+        return _hand_back(args)
     out = _out_dir(args)
     if out is None:
         print("course grade: --out OUT is needed to find the gradebook", file=sys.stderr)
@@ -209,6 +227,33 @@ def _instructor_action(args, out: Path, gradebook: Path) -> int:
         export_grades(book, out / "grades.csv")
         export_review(book, out / "review.csv")
         print(f"{len(pages)} feedback pages re-rendered; grades.csv and review.csv rewritten in {out}")
+    return 0
+
+
+def _hand_back(args) -> int:
+    from .gradebook import Gradebook
+    from .handback import HandBackError, hand_back
+
+    out = args.hand_back
+    gradebook = args.gradebook or out / "gradebook.sqlite"
+    if not gradebook.is_file():
+        say(f"course grade: no gradebook at {gradebook} (grade first, or give --gradebook)", file=sys.stderr)
+        return 2
+    to = args.to or out.with_name(f"{out.resolve().name}-hand-back")
+    try:
+        with Gradebook(gradebook) as book:
+            done = hand_back(book, out, to, zip_pages=args.zip, lms_ids=args.lms_ids)
+    except HandBackError as exc:
+        say(f"course grade: {exc}", file=sys.stderr)
+        return 2
+    for what, names in (("written answers still to review (scored 0 for now)", done.pending),
+                        ("flagged (scores 0 until you clear the flag)", done.flagged),
+                        ("not in --lms-ids (their course id is used)", done.unmapped)):
+        if names:
+            say(f"note: {len(names)} {what}: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
+    say(f"hand-back: {len(done.folders)} student folders in {to}/ (STUDENT/index.html and one page per exercise"
+        f"{'; STUDENT.zip beside each' if done.zips else ''}). Give each student their own folder, not {to}/ itself.")
+    say(f"LMS files: {', '.join(str(p) for p in done.lms)}")
     return 0
 
 

@@ -120,18 +120,23 @@ def _shown_cells(cells) -> list[dict]:
              "error": hide_grader_frames(c["error"])} for c in cells]
 
 
-def render_attempt(book: Gradebook, row, out_dir: Path, env: Environment | None = None) -> Path:
+def render_attempt(book: Gradebook, row, out_dir: Path, env: Environment | None = None, *,
+                   path: Path | None = None, index_href: str = "../index.html", index_label: str = "class index"
+                   ) -> Path:
+    """Write the page of one attempt: ``OUT/feedback/STUDENT/NAME.html``, or ``path`` (the hand-back,
+    whose pages link to the student's own index instead of the class's)."""
     env = env or _env()
     manual, reviewed = book.manual_score(row["key"])
     clearance = book.clearance(row["key"])
     page = env.get_template("attempt.html.j2").render(
+        index_href=index_href, index_label=index_label,
         a=row, attempt_id=row["key"][:16], manual=manual, reviewed=reviewed,
         total=row["auto_score"] + manual, possible=row["auto_possible"] + row["manual_possible"],
         flags=json.loads(row["flags"]), notices=json.loads(row["notices"]), notes=json.loads(row["notes"]),
         ignored=json.loads(row["ignored"]) if "ignored" in row.keys() else [],
         tests=book.tests(row["key"]), cells=_shown_cells(book.cells(row["key"])), answers=book.answers(row["key"]),
         clearance=clearance)
-    return _write(page_path(out_dir, row["student"], page_name(row)), page)
+    return _write(path or page_path(out_dir, row["student"], page_name(row)), page)
 
 
 def render_index(book: Gradebook, out_dir: Path, rows, title: str, env: Environment | None = None) -> Path:
