@@ -98,8 +98,25 @@ class CgroupPlan:
 RUN_PREFIX = "course-grader-"
 
 
-def sweep_stale(plan: CgroupPlan) -> int:
-    """Remove empty run cgroups left by a grader that died (its pid, in the name, is gone).
+def is_stale(name: str, own_block: int, leased=None) -> bool:
+    """Whether the run cgroup ``course-grader-BLOCK-PID-N`` belongs to a grader that is gone.
+
+    Judged by the uid block's lease (a flock, the same from every PID namespace), not by the
+    pid, which another PID namespace reads differently: the block is free, or it is this
+    grader's own block and the name carries another pid (a holder before this one)."""
+    from .uids import block_is_leased
+
+    parts = name.split("-")
+    if len(parts) != 5 or not parts[2].isdigit() or not parts[3].isdigit():
+        return False
+    block, pid = int(parts[2]), int(parts[3])
+    if block == own_block:
+        return pid != os.getpid()
+    return not (leased or block_is_leased)(block)
+
+
+def sweep_stale(plan: CgroupPlan, own_block: int = -1) -> int:
+    """Remove empty run cgroups left by a grader that died (:func:`is_stale`).
 
     Only ``rmdir`` is used: a cgroup that still has members is left alone, and nothing is killed."""
     removed = 0
@@ -107,8 +124,7 @@ def sweep_stale(plan: CgroupPlan) -> int:
                | ({plan.kill} if plan.kill else set()))
     for parent in parents:
         for child in parent.glob(RUN_PREFIX + "*"):
-            parts = child.name.split("-")
-            if len(parts) != 5 or not parts[3].isdigit() or Path(f"/proc/{parts[3]}").exists():
+            if not is_stale(child.name, own_block):
                 continue
             try:
                 child.rmdir()

@@ -546,7 +546,7 @@ class GradingHost:
             if self.confinement == "root":
                 self.uids = UidLease()
                 self.plan = CgroupPlan.detect()
-                sweep_stale(self.plan)
+                sweep_stale(self.plan, self.uids.block)
                 self.notices += self.plan.notices
             elif self.confinement == "userns":
                 self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids))

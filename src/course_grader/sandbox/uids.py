@@ -37,6 +37,24 @@ def lock_dir() -> Path:
     raise NoUidAvailable("no writable directory for uid lock files")
 
 
+def block_is_leased(block: int) -> bool:
+    """Whether some live grader holds uid block ``block`` (probed with a non-blocking flock).
+
+    Unlike a pid, this answer is the same from every PID namespace on the host."""
+    for directory in LOCK_DIRS:
+        try:
+            fd = os.open(directory / f"uid-{block}.lock", os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)   # also releases the probe's own lock
+    return False
+
+
 class UidLease:
     """Holds one block of ``BLOCK_SIZE`` uids until ``close()`` (or the process's death)."""
 
