@@ -18,23 +18,31 @@ SETUP_GIB ?= 7
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements.lock pyproject.toml
 	@echo "[setup 1/3] $(VENV): a virtual environment from $(PYTHON)"
 	@$(PYTHON) -c 'import shutil, sys; free = shutil.disk_usage(".").free / 2**30; \
 	sys.exit(0 if free >= $(SETUP_GIB) else f"not enough disk space to set up $(VENV): {free:.1f} GiB free here, the venv needs about $(SETUP_GIB) GiB (torch from PyPI is a CUDA build). Free some space; with TORCH_INDEX set to a CPU-only index about 2 GiB is enough (SETUP_GIB=2).")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "[setup 2/3] the pinned packages of requirements.txt. torch from PyPI is a CUDA build:"
+	@echo "[setup 2/3] the pinned packages of requirements.txt, every dependency at its version in requirements.lock."
+	@echo "            torch from PyPI is a CUDA build:"
 	@echo "            about 2.8 GB to download with its CUDA libraries and 6 GB installed; several minutes."
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --progress-bar on "$$(grep '^torch==' requirements.txt)" --index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --progress-bar on -r requirements.txt
+	$(BIN)/python -m pip install --progress-bar on -r requirements.txt -c requirements.lock
 	@echo "[setup 3/3] the course package itself (editable)"
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 	@echo "set-up done: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 
-## course: execute every lesson notebook, render HTML, regenerate exercises, grade the samples, build the site
+## course: execute every lesson notebook (proves they run here), regenerate exercises, grade one sample
+##         submission of each kind, build the course site (build/site/index.html); progress and seconds per step
 course: $(STAMP)
 	$(BIN)/course run
+
+## lock: regenerate requirements.lock after changing requirements.txt. pip resolves requirements.txt afresh,
+##       as a new venv would (a dry run: metadata only, nothing installed); the next set-up installs it.
+.PHONY: lock
+lock:
+	PYTHONPATH=src $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m compile_course.lock
 
 ## browser: Debian's chromium for the browser tests (tests/test_site.py, tests/test_lab_roundtrip.py),
 ##          installed once with apt-get when we are root; otherwise those tests are skipped, saying why.

@@ -7,7 +7,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from compile_course.drift.compare import BuildFacts, ChangeKind, compare_notebooks, is_compared
-from compile_course.drift.environment import other_pins, torch_requirement
+from compile_course.drift.environment import other_constraints, other_pins, torch_requirement
 from compile_course.drift.report import totals, write_html, write_json
 
 PINNED = BuildFacts(version="2.14.1+cu130", git_version="5c4886908584aaaa1111bbbb2222cccc3333dddd", cuda="13.0")
@@ -141,6 +141,31 @@ def test_torch_requirement_accepts_a_version_or_a_wheel(tmp_path):
     with pytest.raises(FileNotFoundError):
         torch_requirement(str(tmp_path / "torch-9.9.9-none.whl"))
     assert "torch==" not in other_pins() and "jupyterlab==" in other_pins()
+
+
+def test_the_drift_venv_installs_with_the_lock_but_not_its_torch_family(tmp_path, monkeypatch):
+    import subprocess
+
+    import compile_course.drift.environment as environment
+
+    commands = []
+    monkeypatch.setattr(environment, "venv_dir", lambda label: tmp_path / f"drift-venv-{label}")
+    monkeypatch.setattr(environment, "ROOT", tmp_path)
+    monkeypatch.setattr(environment, "_run", lambda command, what: commands.append([str(c) for c in command]))
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=f"{site}\n"))
+    (tmp_path / "drift-venv-2.13.0" / "bin").mkdir(parents=True)
+    (tmp_path / "drift-venv-2.13.0" / "bin" / "python").touch()
+    venv, label = environment.build_venv("2.13.0")
+    assert label == "2.13.0" and commands[-1][-5:-3] == ["torch==2.13.0", "-r"] and commands[-1][-2] == "-c"
+    constraints = (venv / "constraints-other.txt").read_text()
+    assert constraints == other_constraints()
+    names = {line.split("==")[0] for line in constraints.splitlines() if "==" in line}
+    assert "jinja2" in names and "sympy" in names and "filelock" in names
+    assert not [n for n in names if n in ("torch", "triton") or n.startswith(("nvidia-", "cuda-"))]
+    assert (site / "compile_course_checkout.pth").read_text().strip().endswith("src")
+    assert constraints in (venv / ".drift-installed").read_text()   # a new lock rebuilds the drift venv
 
 
 def test_runs_are_compared_on_a_snapshot_and_a_missing_run_is_reported(tmp_path):

@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,3 +100,88 @@ def test_installed_versions_match_the_pins():
         if installed.split("+")[0] != pinned:
             mismatches.append(f"{name}: installed {installed}, pinned {pinned}")
     assert mismatches == []
+
+
+# ---------------------------------------------------------------- requirements.lock
+
+
+def lock() -> dict[str, str]:
+    from compile_course.lock import read_lock
+
+    return read_lock(ROOT / "requirements.lock")
+
+
+def installed_distributions() -> dict[str, str]:
+    """``{canonical name: version}`` of every distribution in this environment but pip and the course itself."""
+    from importlib.metadata import distributions
+
+    found = {}
+    for dist in distributions():
+        name = canonical(dist.metadata["Name"])
+        if name not in ("pip", "compile-course"):
+            found[name] = dist.version
+    return found
+
+
+def test_every_requirement_pin_equals_the_lock():
+    locked = lock()
+    assert {name: locked.get(name) for name in requirements()} == requirements()
+
+
+def test_the_lock_is_exact_pins_and_leaves_out_pip():
+    locked = lock()
+    assert len(locked) > len(requirements())   # dependencies too, not only the pins
+    assert "pip" not in locked and "compile-course" not in locked
+
+
+def locked_version_matches(installed: str, locked: str) -> bool:
+    # a CPU-only torch from TORCH_INDEX is 2.14.1+cpu: PEP 440 lets ==2.14.1 match it, so does this
+    return installed == locked or installed.split("+", 1)[0] == locked and "+" not in locked
+
+
+def test_every_installed_package_is_locked_at_its_version():
+    locked = lock()
+    problems = [f"{name} {version}: " + (f"locked at {locked[name]}" if name in locked else "not in requirements.lock")
+                for name, version in sorted(installed_distributions().items())
+                if name not in locked or not locked_version_matches(version, locked[name])]
+    # locked but not installed is allowed: a CPU-only torch needs none of the nvidia-* packages
+    assert problems == [], "the venv and requirements.lock disagree (make lock, then make test): " + "; ".join(problems)
+
+
+def test_the_version_rule_takes_a_local_label_only_where_the_lock_has_none():
+    assert locked_version_matches("2.14.1+cpu", "2.14.1")
+    assert locked_version_matches("2.14.1", "2.14.1")
+    assert not locked_version_matches("2.14.0+cpu", "2.14.1")
+    assert not locked_version_matches("2.14.1+cu130", "2.14.1+cpu")
+    from packaging.specifiers import SpecifierSet
+
+    assert "2.14.1+cpu" in SpecifierSet("==2.14.1")   # what pip applies to the constraint torch==2.14.1
+
+
+def test_the_set_up_installs_with_the_lock_as_constraints():
+    makefile = (ROOT / "Makefile").read_text()
+    rule = makefile.split("$(STAMP):", 1)[1].split("\n\n", 1)[0]
+    assert "requirements.lock" in rule.splitlines()[0]     # a new lock re-runs the set-up
+    assert "-r requirements.txt -c requirements.lock" in rule
+    assert "\nlock:" in makefile
+
+
+def test_the_drift_venv_takes_the_lock_without_the_torch_family():
+    from compile_course.lock import without_torch_family
+
+    text = (ROOT / "requirements.lock").read_text()
+    kept = {line.split("==")[0] for line in without_torch_family(text).splitlines() if "==" in line}
+    assert not {n for n in kept if n in ("torch", "triton") or n.startswith(("nvidia-", "cuda-"))}
+    dropped = set(lock()) - {canonical(n) for n in kept}
+    assert "torch" in dropped and "triton" in dropped and "sympy" not in dropped and "jinja2" not in dropped
+
+
+def test_the_lock_is_as_make_lock_writes_it():
+    from compile_course.lock import parse, render
+
+    text = (ROOT / "requirements.lock").read_text()
+    assert text == render(parse(text)), "requirements.lock was edited by hand: regenerate it with make lock"
+    assert parse("a==1\n# note\n\nB_c.d==2.0+cpu  # why\n") == {"a": "1", "b-c-d": "2.0+cpu"}
+    for bad in ("a>=1\n", "a==1\nA==2\n", "-e .\n"):
+        with pytest.raises(ValueError):
+            parse(bad)

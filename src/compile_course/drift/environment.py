@@ -2,8 +2,10 @@
 
 The venv lives in ``build/drift-venv-<torch version>``. It gets every pin of
 requirements.txt except torch, the requested torch (a version or a wheel file),
-and a ``.pth`` file that puts this checkout's ``src/`` on its path, so the
-notebooks import the same ``compile_course`` without reinstalling it.
+every other package at its version in requirements.lock (as constraints, without
+torch, triton and the CUDA packages: another torch pins its own), and a ``.pth``
+file that puts this checkout's ``src/`` on its path, so the notebooks import the
+same ``compile_course`` without reinstalling it.
 It does not touch the course's own ``.venv``.
 """
 
@@ -14,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..lock import LOCK, without_torch_family
 from ..paths import BUILD, REQUIREMENTS, ROOT
 
 STAMP = ".drift-installed"
@@ -44,6 +47,12 @@ def other_pins(requirements: Path = REQUIREMENTS) -> str:
     return TORCH_PIN.sub("", text)
 
 
+def other_constraints(lock: Path = LOCK) -> str:
+    """requirements.lock without the torch family (empty when there is no lock): the drift venv's
+    other packages at the versions of the course's own venv, so only torch and what it brings differ."""
+    return without_torch_family(lock.read_text()) if lock.exists() else ""
+
+
 def pinned_torch(requirements: Path = REQUIREMENTS) -> str | None:
     """The course's torch pin (read here too, so the report does not import torch)."""
     match = TORCH_PIN.search(requirements.read_text())
@@ -66,7 +75,8 @@ def build_venv(spec: str, python: str = sys.executable) -> tuple[Path, str]:
     requirement, label = torch_requirement(spec)
     venv = venv_dir(label)
     stamp = venv / STAMP
-    wanted = requirement + "\n" + other_pins()
+    constraints_text = other_constraints()
+    wanted = requirement + "\n" + other_pins() + constraints_text
     if stamp.exists() and stamp.read_text() == wanted:
         print(f"drift venv {venv.relative_to(ROOT)} is up to date", flush=True)
         return venv, label
@@ -76,8 +86,11 @@ def build_venv(spec: str, python: str = sys.executable) -> tuple[Path, str]:
         _run([python, "-m", "venv", str(venv)], "creating the venv")
     pins = venv / "requirements-other.txt"
     pins.write_text(other_pins())
+    constraints = venv / "constraints-other.txt"
+    constraints.write_text(constraints_text)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "on"]
-    _run(pip + [requirement, "-r", str(pins)], "installing torch and the other pins")
+    _run(pip + [requirement, "-r", str(pins)] + (["-c", str(constraints)] if constraints_text else []),
+         "installing torch and the other pins")
     site = subprocess.run([str(venv / "bin" / "python"), "-c",
                            "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
