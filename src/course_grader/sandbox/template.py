@@ -85,6 +85,11 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
     except Exception as exc:  # the run must not start half-confined
         _report(status_fd, Started(pid=0, notices=[f"confinement failed: {exc}"], nonce=spawn.nonce))
         os._exit(70)
+    scratch = None
+    if not confine.MOUNTED:  # unconfined: no private /tmp, so a folder of its own, removed when the run ends
+        import tempfile
+
+        scratch = confine.WORKDIR = tempfile.mkdtemp(prefix="course-grader-run-")
     pid = os.fork()
     if pid == 0:
         os.close(status_fd)
@@ -93,6 +98,10 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
     os.close(out_fd)
     _report(status_fd, Started(pid=pid, notices=notices, nonce=spawn.nonce))
     _, status = os.waitpid(pid, 0)
+    if scratch:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
     _report(status_fd, Exited(status=os.waitstatus_to_exitcode(status), nonce=spawn.nonce))
     os._exit(0)
 
@@ -145,10 +154,6 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         confine.close_fds_except({0, 1, 2, chan_fd})
-        if not confine.MOUNTED:  # no private mount table: a folder of our own, and no shared cache
-            import tempfile
-
-            confine.WORKDIR = tempfile.mkdtemp(prefix="course-grader-run-")
         env = confine.child_environment(cache=bool(spawn.compile_cache) and confine.MOUNTED)
         os.environ.clear()
         os.environ.update(env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import secrets
 import socket
 import subprocess
@@ -248,3 +249,22 @@ def test_system_v_ipc_does_not_outlive_the_run(host):
         assert kernel.run_cell(code).output == "True\n"
         assert f"{key:d}" not in Path("/proc/sysvipc/shm").read_text().split()   # not in the host's namespace
     assert f"{key:d}" not in Path("/proc/sysvipc/shm").read_text().split()
+
+
+def test_an_unconfined_run_leaves_no_folder_in_tmp(monkeypatch):
+    """--unconfined (where user namespaces are off): the run's scratch folder is removed when it ends."""
+    import glob
+
+    from course_grader.sandbox import host as host_module
+
+    monkeypatch.setattr(host_module, "confinement_mode", lambda unconfined=False: "none")
+    before = set(glob.glob("/tmp/course-grader-run-*"))
+    with GradingHost(hide=[], limits=small_limits()) as unconfined:
+        assert unconfined.confinement == "none" and any("unconfined" in n for n in unconfined.notices)
+        with unconfined.notebook_kernel() as kernel:
+            cwd = kernel.run_cell("import os; open('scratch', 'w').write('x'); print(os.getcwd())").output.strip()
+    assert cwd.startswith("/tmp/course-grader-run-")
+    deadline = time.monotonic() + 5
+    while os.path.exists(cwd) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(cwd) and set(glob.glob("/tmp/course-grader-run-*")) <= before
