@@ -8,6 +8,7 @@ sandbox's ``GradingHost`` where a test is about the trusted pipeline only.
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +20,10 @@ from course_grader.release import answered_notebook, student_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
+
+# tests/ holds helpers the whole suite shares (ordinary_user: a created non-root user for the tests)
+if str(ROOT / "tests") not in sys.path:
+    sys.path.append(str(ROOT / "tests"))
 
 
 @pytest.fixture
