@@ -3,6 +3,8 @@
   course run                  the main job: run the lessons, release exercises, grade samples, build the site
   course execute NB...        re-execute notebooks and store their normalized outputs in place
   course normalize NB...      store notebook metadata as JupyterLab writes it (outputs untouched)
+  course workspace            copy new lessons and exercises into work/, never overwriting your changes
+  course lab [ARGS...]        JupyterLab on work/, opened at lesson 01 (ARGS go to jupyter lab)
   course release [--check]    regenerate exercises/ from solutions/
   course grade DIR [...]      grade a folder of student submissions
   course check FILE           a student's notebook: what the grader will say, public tests included
@@ -174,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["submit"]:
         from course_grader.student import submit_main
         return submit_main(argv[1:])
+    if argv[:1] == ["workspace"]:
+        from .workspace import main as workspace_main
+        return workspace_main(argv[1:])
+    if argv[:1] == ["lab"]:
+        from .lab import main as lab_main
+        return lab_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
+    sub.add_parser("workspace", help="copy new lessons and exercises into your workspace, work/ "
+                   "(never overwrites your changes; see course workspace --help)")
+    sub.add_parser("lab", help="JupyterLab on your workspace, opened at lesson 01 (course lab [jupyter lab args])")
     sub.add_parser("drift",
                    help="re-run the course under another torch and report what changed (see course drift --help)")
     args = parser.parse_args(argv)
