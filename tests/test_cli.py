@@ -157,3 +157,28 @@ def test_course_run_summary_fits_the_terminal(columns, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert max(len(line) for line in printed.splitlines()) <= columns, printed
     assert "lessons executed" in printed and "x" * 20 in printed
+
+
+def test_course_run_never_overwrites_answers_typed_into_exercises(monkeypatch, capsys, tmp_path):
+    """`make course` with a student's answers in exercises/: the release step stops and names the file,
+    the other steps still run, and the run fails (the release itself is tested in test_release.py)."""
+    import argparse
+
+    from compile_course import cli
+    from compile_course.site import build as site_build
+    from course_grader import release
+    from course_grader.samples import demo
+
+    answered = tmp_path / "ex02_diagnose.ipynb"
+
+    def refuse(*args, **kwargs):
+        raise release.ChangedByHand([answered])
+
+    monkeypatch.setattr(cli, "_execute_many", lambda paths, out, jobs: [(p, 1.0, "ok") for p in paths])
+    monkeypatch.setattr(release, "release_all", refuse)
+    monkeypatch.setattr(demo, "grade_demo", lambda *a, **k: ("8 of 70 samples: 8 as expected", True))
+    monkeypatch.setattr(site_build, "build_site", lambda out: cli.ROOT / "build" / "site" / "index.html")
+    assert cli.cmd_run(argparse.Namespace(jobs=1)) == 1
+    out = capsys.readouterr().out
+    assert "ex02_diagnose.ipynb changed since the last release" in out and "NOT DONE" in out
+    assert "course site" in out and "sample grading" in out      # the other steps still ran

@@ -131,12 +131,19 @@ def cmd_run(args) -> int:
     summary.append(("lessons executed", f"{ok}/{len(lessons)} ok, {took(t)}", "build/executed/"))
     failed = ok != len(lessons)
 
-    from course_grader.release import release_all
+    from course_grader.release import ChangedByHand, release_all
     from course_grader.samples.demo import grade_demo
 
     t = step(2, "regenerating exercises/ from solutions/")
-    written = release_all(ROOT / "solutions", ROOT / "exercises")
-    summary.append(("exercises regenerated", f"{len(written)}, {took(t)}", "exercises/"))
+    try:
+        written = release_all(ROOT / "solutions", ROOT / "exercises")
+    except ChangedByHand as exc:   # someone's answers in exercises/: never overwritten; say so and go on
+        print(f"  {exc}", flush=True)
+        summary.append(("exercises regenerated", f"NOT DONE: {', '.join(p.name for p in exc.paths)} changed by "
+                        "hand (see above); nothing overwritten", "exercises/"))
+        failed = True
+    else:
+        summary.append(("exercises regenerated", f"{len(written)}, {took(t)}", "exercises/"))
 
     t = step(3, "grading the bundled sample submissions, one of each kind, in the sandbox")
     line, grader_ok = grade_demo(BUILD / "samples-grading", jobs=args.jobs)
