@@ -41,6 +41,7 @@ from .integrity import Checked
 from .load import MAX_FILE_BYTES, Loaded, read_bytes
 from .model import Exercise, ExerciseFormatError, load_exercises
 from .orchestrate import load_submission, match_cells
+from .shown import printable
 
 HANDIN = ROOT / "handin"
 TICK_S = 10.0
@@ -128,7 +129,9 @@ def load_exercises_or_exit(solutions: Path) -> dict[str, Exercise]:
 
 
 def say(line: str = "") -> None:
-    print(line, flush=True)
+    """One line for the student, escaped as every grader line is (``shown.printable``): file names and
+    messages quoting a notebook's text cannot forge lines of their own."""
+    print(printable(line), flush=True)
 
 
 def report_static(insp: Inspection) -> bool:
