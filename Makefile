@@ -12,7 +12,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # disk space the set-up needs before it starts; pip fails half-way, and obscurely, without it
 SETUP_GIB ?= 7
 
-.PHONY: course test browser lab outputs drift release grade bench bench-cluster stress site clean-venv
+.PHONY: course test quick browser lab outputs drift release grade bench bench-cluster stress site clean-venv
 
 # TORCH_INDEX: install torch from another index first, e.g. PyTorch's CPU-only wheels (see README):
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
@@ -60,6 +60,18 @@ browser:
 ## test: unit tests plus `pytest --nbval` over notebooks/ and solutions/
 test: $(STAMP) browser
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile
+
+## quick: the maintainer's loop while editing a lesson: every lesson and solution re-executed and compared
+##        (nbval), the helpers' unit tests, the stored-output audits and the lint. Leaves the grader, the
+##        sandbox, the site, the browser tests, the set-up and the CLI to `make test`, which CI runs.
+QUICK_TESTS = tests/test_comparison.py tests/test_diagnostics.py tests/test_boundary.py tests/test_checks.py \
+              tests/test_torch_logs.py tests/test_session.py tests/test_timing.py tests/test_stored_outputs.py \
+              tests/test_lint.py
+# the two slowest helper tests stay in the full run: a cold inductor compile, and a fresh interpreter importing torch
+QUICK_SKIP  = --deselect tests/test_timing.py::test_inductor_cache_cold_then_warm \
+              --deselect tests/test_session.py::test_importing_compile_course_silences_cpp_extension_before_torch
+quick: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile notebooks solutions $(QUICK_TESTS) $(QUICK_SKIP)
 
 ## lab: JupyterLab on your workspace, work/ (copies of the lessons and exercises that are yours to edit;
 ##      new ones are added, your changes never overwritten), opened at lesson 01. As root too.
