@@ -87,10 +87,10 @@ def test_remote_assets_names_what_a_page_would_fetch(tmp_path):
 
 
 @pytest.mark.parametrize(("docname", "target", "published"), [
-    ("notebooks/04_breaks_vs_recompiles", "../tlparse/index.html", True),
+    ("notebooks/04_graph_breaks", "../tlparse/index.html", True),
     ("tlparse", "tlparse/index.html#frag", True),
-    ("notebooks/04_breaks_vs_recompiles", "tlparse/index.html", False),  # notebooks/tlparse/ is not published
-    ("notebooks/04_breaks_vs_recompiles", "05_fixtures_are_not_diagnostics.ipynb", False),
+    ("notebooks/04_graph_breaks", "tlparse/index.html", False),  # notebooks/tlparse/ is not published
+    ("notebooks/04_graph_breaks", "05_guards_and_recompiles.ipynb", False),
     ("index", "https://example.org/tlparse/index.html", False),
 ])
 def test_published_target(docname, target, published):
