@@ -45,8 +45,29 @@ def test_equivalent_rejects_a_lost_sign_of_zero():
         return x + 0.0
 
     expect_equivalent(reference, reference, [Case("signed zeros", (torch.tensor([-0.0, 0.0]),))], "zeros")
-    with pytest.raises(AssertionError, match="wrong sign"):
+    with pytest.raises(AssertionError, match="sign of zero differs"):
         expect_equivalent(reference, plus_zero, [Case("signed zeros", (torch.tensor([-0.0, 0.0]),))], "zeros")
+
+
+def test_equivalent_accepts_a_gradient_zero_of_the_other_sign():
+    # The course's rule: an output's sign of zero counts, a gradient's does not.
+    case = Case("signed zeros", (torch.tensor([-0.0, 0.0]),), grad=True)
+    # (x * x).abs() and (x * x.abs()).abs(): the same values; at -0.0 their zero gradients differ in sign.
+    expect_equivalent(lambda x: (x * x).abs(), lambda x: (x * x.abs()).abs(), [case], "zeros")
+    # x * x and x * x.abs(): at -0.0 the outputs are 0.0 and -0.0.
+    with pytest.raises(AssertionError, match="sign of zero differs"):
+        expect_equivalent(lambda x: x * x, lambda x: x * x.abs(), [case], "zeros")
+
+
+def test_compiled_per_call_compiles_afresh_so_the_recompile_limit_is_never_reached():
+    cases = [Case(str(dtype), (torch.ones(3, dtype=dtype),)) for dtype in (torch.float32, torch.float64)]
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(recompile_limit=1):  # a dtype change is one recompile
+        one_wrapper = torch.compile(where, backend="eager", fullgraph=True)
+        with pytest.raises(AssertionError, match="FailOnRecompileLimitHit"):
+            expect_equivalent(where, one_wrapper, cases, "one compiled function")
+        expect_equivalent(where, checks.compiled_per_call(where, backend="eager", fullgraph=True), cases, "fresh")
+    torch._dynamo.reset()
 
 
 def test_answer_format_checks_form_only():

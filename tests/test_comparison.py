@@ -109,11 +109,29 @@ def test_sign_of_zero_is_reported_and_matters_where_it_propagates():
 
     x = torch.tensor([-0.0, 1.0, -2.0])
     report = compare(torch.abs, compiled(cand_abs), [Case("negative zero", (x,))])
-    assert report.results[0].output.text == "close (sign of zero differs)"
-    # Downstream of a division the sign of zero is a real fault: -inf vs +inf.
+    assert not report.ok
+    assert report.results[0].output.text == "sign of zero differs"
+    # A value within the tolerance elsewhere does not hide the flipped zero.
+    report = compare(torch.abs, compiled(lambda x: cand_abs(x) * (1 + 1e-7)), [Case("negative zero", (x,))])
+    assert report.results[0].output.text == "sign of zero differs"
+    # Downstream of a division the flipped zero becomes -inf vs +inf.
     report = compare(lambda x: 1 / torch.abs(x), compiled(lambda x: 1 / cand_abs(x)), [Case("negative zero", (x,))])
     assert not report.ok
     assert report.results[0].output.text == "infinities differ"
+
+
+def test_sign_of_a_zero_gradient_is_reported_but_passes():
+    # Autograd does not fix a zero gradient's sign: at -0.0, d(x * x)/dx is 0.0 and d(x * |x|)/dx is -0.0.
+    x = torch.tensor([-0.0, 0.0])
+    report = compare(lambda x: (x * x).abs(), compiled(lambda x: (x * x.abs()).abs()),
+                     [Case("zero gradient", (x,), grad=True)])
+    assert report.ok
+    assert (report.results[0].output.text, report.results[0].grad.text) == ("exact", "close (sign of zero differs)")
+
+
+def test_sign_of_zero_in_a_python_float_output():
+    report = compare(lambda x: (x * 1, 0.0), compiled(lambda x: (x * 1, -0.0)), [Case("t", (torch.ones(2),))])
+    assert not report.ok and report.results[0].output.text == "sign of zero differs"
 
 
 def test_nan_boundary_mistake_is_caught():

@@ -5,10 +5,19 @@ candidate on every declared ``Case`` (shapes, dtypes, boundary values, module
 modes, gradients, and inputs that must raise) and reports, case by case,
 whether the outputs are ``exact``, ``close`` within the dtype's tolerance, or
 a mismatch, with the reason. The printed report is stable from run to run.
+
+The sign of zero is part of an output's value: ``-0.0 == 0.0``, yet ``1/x``,
+``copysign`` and ``atan2`` tell them apart downstream, so an output whose zero has
+the other sign fails, reported as "sign of zero differs", even within a tolerance.
+Gradients are the one exception: autograd does not fix the sign of a zero gradient
+(it adds the contributions of every use of an input, and ``-0.0 + 0.0`` is ``0.0``),
+so there a flipped zero passes, reported as "close (sign of zero differs)".
+The course's other checks (``compile_course.checks``, the grader) apply the same rule.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,8 +106,12 @@ class CompareReport:
             raise AssertionError("eager and candidate disagree:\n" + str(self))
 
 
-def compare_tensors(expected: torch.Tensor, actual: torch.Tensor) -> Verdict:
-    """Compare one pair of tensors: shape, dtype, NaN positions, then values."""
+def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, *, signed_zeros: bool = True) -> Verdict:
+    """Compare one pair of tensors: shape, dtype, NaN positions, infinities, signs of zero, then values.
+
+    ``signed_zeros=False`` (used for gradients only, see the module docstring) lets a zero
+    of the other sign pass as "close".
+    """
     if expected.shape != actual.shape:
         return Verdict(False, f"shape {list(actual.shape)} != {list(expected.shape)}")
     if expected.dtype != actual.dtype:
@@ -114,11 +127,15 @@ def compare_tensors(expected: torch.Tensor, actual: torch.Tensor) -> Verdict:
     finite = torch.isfinite(e) & torch.isfinite(a)
     if not torch.equal(e[~finite].nan_to_num(), a[~finite].nan_to_num()):
         return Verdict(False, "infinities differ")
+    both_zero = (e == 0) & (a == 0)
+    sign_flipped = not torch.equal(torch.signbit(e[both_zero]), torch.signbit(a[both_zero]))
+    if sign_flipped and signed_zeros:
+        return Verdict(False, "sign of zero differs")
     diff = (e[finite].double() - a[finite].double()).abs()
     max_diff = float(diff.max()) if diff.numel() else 0.0
     if torch.allclose(a[finite], e[finite], rtol=rtol, atol=atol):
         if max_diff == 0.0:
-            return Verdict(True, "close (sign of zero differs)")
+            return Verdict(True, "close (sign of zero differs)")  # the only difference left
         return Verdict(True, f"close, max diff {max_diff:.1e}")
     return Verdict(False, f"values differ, max diff {max_diff:.1e}")
 
@@ -137,7 +154,7 @@ def _dt(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def compare_values(expected: Any, actual: Any) -> Verdict:
+def compare_values(expected: Any, actual: Any, *, signed_zeros: bool = True) -> Verdict:
     """Compare two outputs leaf by leaf (tensors, numbers, tuples, dicts)."""
     e_leaves, e_spec = tree_flatten(expected)
     a_leaves, a_spec = tree_flatten(actual)
@@ -146,9 +163,12 @@ def compare_values(expected: Any, actual: Any) -> Verdict:
     verdicts = []
     for e, a in zip(e_leaves, a_leaves, strict=True):  # same spec, so the same number of leaves
         if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor):
-            verdicts.append(compare_tensors(e, a))
+            verdicts.append(compare_tensors(e, a, signed_zeros=signed_zeros))
         elif isinstance(e, torch.Tensor) or isinstance(a, torch.Tensor):
             verdicts.append(Verdict(False, f"type {type(a).__name__} != {type(e).__name__}"))
+        elif (signed_zeros and isinstance(e, float) and isinstance(a, float) and e == a == 0.0
+              and math.copysign(1.0, e) != math.copysign(1.0, a)):
+            verdicts.append(Verdict(False, "sign of zero differs"))
         else:
             verdicts.append(Verdict(e == a, "exact" if e == a else f"{a!r} != {e!r}"))
     bad = [v for v in verdicts if not v.ok]
@@ -221,7 +241,8 @@ def compare(reference: Callable, candidate: Callable, cases: list[Case]) -> Comp
         else:
             output = compare_values(r_out, c_out)
             if case.grad:
-                grad_verdict = compare_values(r_grads, c_grads) if r_grads else Verdict(False, "no gradients produced")
+                grad_verdict = (compare_values(r_grads, c_grads, signed_zeros=False) if r_grads
+                                else Verdict(False, "no gradients produced"))
         report.results.append(CaseResult(case, output, grad_verdict))
     return report
 

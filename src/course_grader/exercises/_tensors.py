@@ -5,11 +5,13 @@ must be equal; finite values may differ only by the rounding a rewrite or a fuse
 kernel can cause (torch.testing.assert_close's default tolerances). Returns None
 when they agree, else a short reason.
 
-Gradients are compared with ``signed_zeros=False``: where the reference's gradient is an
-exact zero because two terms cancel (d(x/|x|)/dx for a 0-d x), a faithful rewrite that
-computes the same terms in another order leaves a rounding residue (-3e-8 in float32),
-which the tolerances accept. The sign of a zero is part of a function's values, and the
-exercise grades it there; it is not part of the gradient contract.
+The sign of zero follows the course's one rule, stated in ``compile_course.comparison``:
+it is part of an output's value (``1/x``, ``copysign`` and ``atan2`` tell ``-0.0`` from
+``0.0``), so a flipped zero is "sign of zero differs"; it is not part of a gradient
+(autograd adds contributions, and ``-0.0 + 0.0`` is ``0.0``), so gradients are compared
+with ``signed_zeros=False``. That also lets a gradient that is an exact zero because two
+terms cancel (d(x/|x|)/dx for a 0-d x) come back as a rounding residue (-3e-8 in float32)
+from a faithful rewrite that computes the terms in another order; the tolerances accept it.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ def difference(expected: torch.Tensor, actual: torch.Tensor | None, *, signed_ze
     if not torch.equal(torch.isinf(e), torch.isinf(a)) or not torch.equal(e[torch.isinf(e)], a[torch.isinf(a)]):
         return "infinities differ"
     zeros = e == 0
-    if signed_zeros and (not bool((a[zeros] == 0).all())
-                         or not torch.equal(torch.signbit(e[zeros]), torch.signbit(a[zeros]))):
-        return "a zero has the wrong sign (0.0 vs -0.0) or is not zero"
+    if signed_zeros and not bool((a[zeros] == 0).all()):
+        return "nonzero where the reference has a zero"
+    if signed_zeros and not torch.equal(torch.signbit(e[zeros]), torch.signbit(a[zeros])):
+        return "sign of zero differs (0.0 vs -0.0)"
     rtol, atol = TOLERANCES.get(e.dtype, (0.0, 0.0))
     finite = torch.isfinite(e)
     if not torch.allclose(a[finite], e[finite], rtol=rtol, atol=atol):

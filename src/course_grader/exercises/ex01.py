@@ -3,7 +3,8 @@
 The student's ``safe_normalize_rewrite`` (allow-listed source) runs in the measuring
 process, compiled with ``backend="eager", fullgraph=True``, on inputs made here. The
 reference runs here, eagerly, on the same inputs; outputs and input gradients are
-compared by ``_tensors.difference`` (dtype, NaN, infinities and signed zeros exact).
+compared by ``_tensors.difference`` (dtype, NaN, infinities and an output's signed zeros
+exact; a gradient's zero may have either sign, the course's rule).
 """
 
 from __future__ import annotations
