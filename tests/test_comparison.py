@@ -114,6 +114,9 @@ def test_sign_of_zero_is_reported_and_matters_where_it_propagates():
     # A value within the tolerance elsewhere does not hide the flipped zero.
     report = compare(torch.abs, compiled(lambda x: cand_abs(x) * (1 + 1e-7)), [Case("negative zero", (x,))])
     assert report.results[0].output.text == "sign of zero differs"
+    # A real difference in value is the reason given, not a zero's sign next to it.
+    report = compare(torch.abs, compiled(lambda x: cand_abs(x) * 2), [Case("negative zero", (x,))])
+    assert report.results[0].output.text == "values differ, max diff 2.0e+00"
     # Downstream of a division the flipped zero becomes -inf vs +inf.
     report = compare(lambda x: 1 / torch.abs(x), compiled(lambda x: 1 / cand_abs(x)), [Case("negative zero", (x,))])
     assert not report.ok

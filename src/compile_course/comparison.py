@@ -127,17 +127,17 @@ def compare_tensors(expected: torch.Tensor, actual: torch.Tensor, *, signed_zero
     finite = torch.isfinite(e) & torch.isfinite(a)
     if not torch.equal(e[~finite].nan_to_num(), a[~finite].nan_to_num()):
         return Verdict(False, "infinities differ")
-    both_zero = (e == 0) & (a == 0)
-    sign_flipped = not torch.equal(torch.signbit(e[both_zero]), torch.signbit(a[both_zero]))
-    if sign_flipped and signed_zeros:
-        return Verdict(False, "sign of zero differs")
     diff = (e[finite].double() - a[finite].double()).abs()
     max_diff = float(diff.max()) if diff.numel() else 0.0
-    if torch.allclose(a[finite], e[finite], rtol=rtol, atol=atol):
+    if not torch.allclose(a[finite], e[finite], rtol=rtol, atol=atol):
+        return Verdict(False, f"values differ, max diff {max_diff:.1e}")
+    both_zero = (e == 0) & (a == 0)
+    if not torch.equal(torch.signbit(e[both_zero]), torch.signbit(a[both_zero])):
+        if signed_zeros:
+            return Verdict(False, "sign of zero differs")
         if max_diff == 0.0:
-            return Verdict(True, "close (sign of zero differs)")  # the only difference left
-        return Verdict(True, f"close, max diff {max_diff:.1e}")
-    return Verdict(False, f"values differ, max diff {max_diff:.1e}")
+            return Verdict(True, "close (sign of zero differs)")
+    return Verdict(True, f"close, max diff {max_diff:.1e}")
 
 
 def _bitwise_equal(e: torch.Tensor, a: torch.Tensor) -> bool:

@@ -47,14 +47,14 @@ def difference(expected: torch.Tensor, actual: torch.Tensor | None, *, signed_ze
     e, a = e[keep], a[keep]
     if not torch.equal(torch.isinf(e), torch.isinf(a)) or not torch.equal(e[torch.isinf(e)], a[torch.isinf(a)]):
         return "infinities differ"
-    zeros = e == 0
-    if signed_zeros and not bool((a[zeros] == 0).all()):
-        return "nonzero where the reference has a zero"
-    if signed_zeros and not torch.equal(torch.signbit(e[zeros]), torch.signbit(a[zeros])):
-        return "sign of zero differs (0.0 vs -0.0)"
     rtol, atol = TOLERANCES.get(e.dtype, (0.0, 0.0))
     finite = torch.isfinite(e)
     if not torch.allclose(a[finite], e[finite], rtol=rtol, atol=atol):
         diff = float((a[finite].double() - e[finite].double()).abs().max())
         return f"values differ (max difference {diff:.1e})"
+    zeros = e == 0
+    if signed_zeros and not bool((a[zeros] == 0).all()):
+        return "nonzero where the reference has a zero"
+    if signed_zeros and not torch.equal(torch.signbit(e[zeros]), torch.signbit(a[zeros])):
+        return "sign of zero differs (0.0 vs -0.0)"
     return None
