@@ -59,6 +59,7 @@ TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can ta
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
 POLL_S = 0.1
+LATE_REPLY_S = 2.0           # after a run ended, how long its last reply may still take to be read
 
 
 def _checkout() -> Path:
@@ -395,8 +396,28 @@ class Run:
                     raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {elapsed:.0f} s (wall clock) in {where} "
                                        "without finishing, " + why)
             if self.exit_status is not None or (self.chan_reader.eof and self._await_exit(2.0)):
+                # A reply written just before the process ended may arrive in the same read as its
+                # exit status: read what is left on the channel before calling it a death.
+                late = self._late_line()
+                if late is not None:
+                    try:
+                        reply = protocol.decode(late, expect, message.nonce)
+                    except ProtocolError as exc:
+                        raise SandboxFault(FaultKind.PROTOCOL, f"the kernel sent a malformed reply in {where} "
+                                           f"({exc}); did the code write to the grader's channel?") from None
+                    self._check_counters(oom0, pids0, where)
+                    return reply
                 self._check_counters(oom0, pids0, where)
                 raise self._death_fault(where, cpu_budget, cpu0)
+
+    def _late_line(self) -> bytes | None:
+        """A line still buffered or unread on the channel once the run has ended (None if none)."""
+        deadline = time.monotonic() + LATE_REPLY_S
+        while (line := self.chan_reader.next_line()) is None and not self.chan_reader.eof:
+            if time.monotonic() > deadline or self.chan.fileno() not in {k.fd for k in self.sel.get_map().values()}:
+                return None
+            self._pump(POLL_S)
+        return line
 
     def _check_counters(self, oom0: int, pids0: int, where: str) -> None:
         if not self.cgroup:
