@@ -112,11 +112,14 @@ def lock() -> dict[str, str]:
 
 
 def installed_distributions() -> dict[str, str]:
-    """``{canonical name: version}`` of every distribution in this environment but pip and the course itself."""
+    """``{canonical name: version}`` of every distribution installed in this venv's site-packages but pip and the
+    course itself. Only site-packages: ``sys.path`` can hold more (setuptools puts its vendored packages,
+    ``setuptools/_vendor/*.dist-info``, on it once anything has imported it), and those are not installed."""
+    import sysconfig
     from importlib.metadata import distributions
 
     found = {}
-    for dist in distributions():
+    for dist in distributions(path=[sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
         name = canonical(dist.metadata["Name"])
         if name not in ("pip", "compile-course"):
             found[name] = dist.version
