@@ -30,7 +30,7 @@ from playwright.sync_api import sync_playwright
 from compile_course.paths import NOTEBOOKS
 from compile_course.site import traced_lesson
 from compile_course.site.build import REPORT_FOLDER, build_site, remote_assets, stage_folder
-from compile_course.site.published_links import published_target
+from compile_course.site.published_links import lesson_report_target, published_target
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -95,6 +95,18 @@ def test_remote_assets_names_what_a_page_would_fetch(tmp_path):
 ])
 def test_published_target(docname, target, published):
     assert published_target(docname, target) is published
+
+
+@pytest.mark.parametrize(("docname", "target", "on_the_site"), [
+    ("notebooks/01_lesson_goals", "tlparse-report/index.html", "../tlparse/index.html"),
+    ("notebooks/01_lesson_goals", "tlparse-report/index.html#frag", "../tlparse/index.html#frag"),
+    ("notebooks/01_lesson_goals", "../tlparse/index.html", None),  # already the published report
+    ("index", "tlparse-report/index.html", None),  # only the notebooks' folder is a lesson's report
+])
+def test_a_lessons_own_report_links_to_the_published_one(docname, target, on_the_site):
+    # Lab opens the report the lesson's cell wrote beside the notebook; the site, which runs no
+    # notebook, links the report its build made.
+    assert lesson_report_target(docname, target) == on_the_site
 
 
 def test_traced_function_is_notebook_04s():
