@@ -94,3 +94,52 @@ def test_lesson_file_names_are_numbered():
         assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name), path.name
     for path in SOLUTIONS:
         assert re.fullmatch(r"ex\d\d_[a-z0-9_]+\.ipynb", path.name), path.name
+
+
+# A lesson reads in about 20 minutes: prose of at most about 2,000 words, and no wall of output.
+# Torch's raw output stays in the notebook, folded (Lab's collapsed outputs, myst-nb's hide-output
+# tag on the site): folding is not filtering, the full text is one click away.
+MAX_PROSE_WORDS = 2000
+MAX_VISIBLE_OUTPUT_LINES = 40
+FOLD_TAG = "hide-output"
+
+
+def prose_words(nb) -> int:
+    """Words of the markdown cells, fenced code blocks left out (whitespace-separated tokens)."""
+    words = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            text = re.sub(r"```.*?```", " ", cell.source, flags=re.DOTALL)
+            words += len(text.split())
+    return words
+
+
+def output_lines(cell) -> int:
+    lines = 0
+    for out in cell.get("outputs", []):
+        text = out.get("text") or out.get("data", {}).get("text/plain", "") or ""
+        lines += len("".join(text).splitlines())
+    return lines
+
+
+def folded(cell) -> bool:
+    return FOLD_TAG in tags(cell) and cell.metadata.get("jupyter", {}).get("outputs_hidden") is True
+
+
+@pytest.mark.parametrize("path", params([p for p in LESSONS if re.match(r"\d\d_", p.name)]))
+def test_a_lesson_reads_in_about_twenty_minutes(path):
+    words = prose_words(read(path))
+    assert words <= MAX_PROSE_WORDS, f"{words} words of prose (at most about {MAX_PROSE_WORDS})"
+
+
+@pytest.mark.parametrize("path", params([p for p in LESSONS if re.match(r"\d\d_", p.name)]))
+def test_long_outputs_are_folded_not_cut(path):
+    """An output over 40 lines is folded in Lab and on the site alike, and a folded one is kept whole."""
+    nb = read(path)
+    walls = [i for i, c in enumerate(nb.cells)
+             if c.cell_type == "code" and output_lines(c) > MAX_VISIBLE_OUTPUT_LINES and not folded(c)]
+    assert walls == [], (f"cells {walls} show more than {MAX_VISIBLE_OUTPUT_LINES} lines: fold them (tag "
+                         f"'{FOLD_TAG}' and metadata jupyter.outputs_hidden) and quote the lines that matter")
+    half = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (
+        (FOLD_TAG in tags(c)) != (c.metadata.get("jupyter", {}).get("outputs_hidden") is True))]
+    assert half == [], f"cells {half} are folded in Lab or on the site but not in both"
