@@ -9,9 +9,11 @@ a mismatch, with the reason. The printed report is stable from run to run.
 The sign of zero is part of an output's value: ``-0.0 == 0.0``, yet ``1/x``,
 ``copysign`` and ``atan2`` tell them apart downstream, so an output whose zero has
 the other sign fails, reported as "sign of zero differs", even within a tolerance.
-Gradients are the one exception: autograd does not fix the sign of a zero gradient
-(it adds the contributions of every use of an input, and ``-0.0 + 0.0`` is ``0.0``),
-so there a flipped zero passes, reported as "close (sign of zero differs)".
+Gradients are the one exception: the sign of a zero gradient depends on how the
+backward adds up its terms, which a compiled backward may do differently (for
+``torch.sign(x) * x`` at ``x = 0`` with upstream ``-1``, eager sums ``-0.0`` and
+``sign``'s ``0.0`` into ``0.0``; inductor returns ``-0.0``), so there a flipped zero
+passes, reported as "close (sign of zero differs)".
 The course's other checks (``compile_course.checks``, the grader) apply the same rule.
 """
 
