@@ -122,8 +122,14 @@ def output_lines(cell) -> int:
     return lines
 
 
+def lab_folded(cell) -> bool:
+    """Folded as JupyterLab stores it: ``jupyter.outputs_hidden``, and the older ``collapsed`` key that Lab
+    writes beside it on every save (without it, opening and saving a lesson would change the file)."""
+    return cell.metadata.get("jupyter", {}).get("outputs_hidden") is True and cell.metadata.get("collapsed") is True
+
+
 def folded(cell) -> bool:
-    return FOLD_TAG in tags(cell) and cell.metadata.get("jupyter", {}).get("outputs_hidden") is True
+    return FOLD_TAG in tags(cell) and lab_folded(cell)
 
 
 @pytest.mark.parametrize("path", params([p for p in LESSONS if re.match(r"\d\d_", p.name)]))
@@ -139,7 +145,7 @@ def test_long_outputs_are_folded_not_cut(path):
     walls = [i for i, c in enumerate(nb.cells)
              if c.cell_type == "code" and output_lines(c) > MAX_VISIBLE_OUTPUT_LINES and not folded(c)]
     assert walls == [], (f"cells {walls} show more than {MAX_VISIBLE_OUTPUT_LINES} lines: fold them (tag "
-                         f"'{FOLD_TAG}' and metadata jupyter.outputs_hidden) and quote the lines that matter")
+                         f"'{FOLD_TAG}', metadata jupyter.outputs_hidden and collapsed), quote the lines that matter")
     half = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (
-        (FOLD_TAG in tags(c)) != (c.metadata.get("jupyter", {}).get("outputs_hidden") is True))]
+        (FOLD_TAG in tags(c)) != lab_folded(c))]
     assert half == [], f"cells {half} are folded in Lab or on the site but not in both"
