@@ -57,6 +57,24 @@ CREATE TABLE IF NOT EXISTS clearances (
 """
 
 
+def storable(value):
+    """``value`` as SQLite (and every page and CSV made from the gradebook) can hold it.
+
+    A string from a submission may hold lone surrogates: a JSON ``\\udc80`` escape in a cell, or a
+    file name's undecodable byte (Python reads ``0xff`` as ``\\udcff``). UTF-8 cannot encode them, so
+    they are stored as the escape text ``\\udc80``; every other character is kept as it is."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _row(*values) -> tuple:
+    return tuple(storable(v) for v in values)
+
+
 def attempt_key(student: str, exercise: str, submission_sha: str, source_sha: str, grader_version: str) -> str:
     fields = [student, exercise, submission_sha, source_sha, grader_version]
     return hashlib.sha256("|".join(fields).encode()).hexdigest()
@@ -167,21 +185,21 @@ class Gradebook:
         with self.transaction():
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (a.key, a.student, a.exercise, a.exercise_name, a.title, a.path, a.submission_sha, a.source_sha,
-                 grader_version, AttemptStatus(a.status).value, a.reason, a.auto_score, a.auto_possible,
-                 a.manual_possible, json.dumps(a.flags), json.dumps(a.notices), json.dumps(a.notes), time.time(),
-                 round(a.seconds, 3)))
+                _row(a.key, a.student, a.exercise, a.exercise_name, a.title, a.path, a.submission_sha, a.source_sha,
+                     grader_version, AttemptStatus(a.status).value, a.reason, a.auto_score, a.auto_possible,
+                     a.manual_possible, json.dumps(a.flags), json.dumps(a.notices), json.dumps(a.notes), time.time(),
+                     round(a.seconds, 3)))
             if cur.rowcount == 0:
                 return False
             self.db.executemany("INSERT INTO tests VALUES (?,?,?,?,?,?,?,?)",
-                                [(a.key, t.test_id, int(t.hidden), t.points, t.earned, TestStatus(t.status).value,
-                                  "" if t.hidden else t.message, n) for n, t in enumerate(a.tests)])
+                                [_row(a.key, t.test_id, int(t.hidden), t.points, t.earned, TestStatus(t.status).value,
+                                      "" if t.hidden else t.message, n) for n, t in enumerate(a.tests)])
             self.db.executemany("INSERT INTO answers (key, cell_id, question, answer, rubric, points_possible, ord) "
                                 "VALUES (?,?,?,?,?,?,?)",
-                                [(a.key, x.cell_id, x.question, x.answer, x.rubric, x.points_possible, n)
+                                [_row(a.key, x.cell_id, x.question, x.answer, x.rubric, x.points_possible, n)
                                  for n, x in enumerate(a.answers)])
             self.db.executemany("INSERT INTO cells VALUES (?,?,?,?,?,?)",
-                                [(a.key, n, c.label, CellStatus(c.status).value, c.output, c.error)
+                                [_row(a.key, n, c.label, CellStatus(c.status).value, c.output, c.error)
                                  for n, c in enumerate(a.cells)])
         return True
 
@@ -190,7 +208,7 @@ class Gradebook:
         with self.transaction():
             self.db.execute("INSERT INTO current VALUES (?,?,?,?) ON CONFLICT(student, exercise) "
                             "DO UPDATE SET key=excluded.key, ignored=excluded.ignored",
-                            (student, exercise, key, json.dumps(sorted(ignored))))
+                            _row(student, exercise, key, json.dumps(sorted(ignored))))
 
     # ------------------------------------------------------------ reading
     def attempt(self, key: str) -> sqlite3.Row | None:
@@ -231,7 +249,7 @@ class Gradebook:
     # ------------------------------------------------------------ instructor actions
     def set_review(self, key: str, cell_id: str, score: float | None, comment: str) -> bool:
         cur = self.db.execute("UPDATE answers SET score=?, comment=? WHERE key=? AND cell_id=?",
-                              (score, comment, key, cell_id))
+                              _row(score, comment, key, cell_id))
         return cur.rowcount == 1
 
     def keep_review_row(self, student: str, exercise: str, cell_id: str, attempt: str, score: str, comment: str,
@@ -241,7 +259,7 @@ class Gradebook:
         self.db.execute("INSERT INTO review_kept VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(student, exercise, cell_id, "
                         "attempt) DO UPDATE SET score=excluded.score, comment=excluded.comment, "
                         "problem=excluded.problem, kept_at=excluded.kept_at",
-                        (student, exercise, cell_id, attempt, score, comment, problem, time.time()))
+                        _row(student, exercise, cell_id, attempt, score, comment, problem, time.time()))
 
     def drop_kept_review(self, student: str, exercise: str, cell_id: str, attempt: str) -> None:
         self.db.execute("DELETE FROM review_kept WHERE student=? AND exercise=? AND cell_id=? AND attempt=?",
@@ -258,7 +276,7 @@ class Gradebook:
 
         Tests that passed but were voided by the flag count again; nothing is re-run.
         Raises ``LookupError`` / ``ValueError`` with a message for the instructor."""
-        reason = reason.strip()
+        reason = storable(reason.strip())
         if not reason:
             raise ValueError("give the reason for clearing the flag (--reason \"...\")")
         rows = self.find(prefix)

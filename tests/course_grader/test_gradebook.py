@@ -133,3 +133,33 @@ def test_kill_9_mid_run_then_resume_equals_a_clean_run(tmp_path, submission):
     assert "finished" in clean.communicate(timeout=300)[0]
     with Gradebook(db) as a, Gradebook(tmp_path / "clean" / "gradebook.sqlite") as b:
         assert a.snapshot() == b.snapshot() and len(a.current()) == 8
+
+
+def test_lone_surrogates_in_a_submission_never_stop_the_class(tmp_path, submission, grade_fake):
+    """A written answer holding a JSON ``\\udc80`` escape, and a file name with an undecodable byte (Python
+    reads 0xff as ``\\udcff``): both are graded and stored, and the rest of the class with them."""
+    import os
+
+    from course_grader.gradebook import Gradebook
+
+    def surrogate_answer(nb):
+        cell = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "answer")
+        cell.source = "my answer SURROGATE ends here"
+
+    answered = submission("ann", "ex06", edit=surrogate_answer)
+    # valid UTF-8 JSON whose string holds a lone surrogate, as a student's editor could write it
+    answered.write_text(answered.read_text().replace("SURROGATE", "\\udc80"), encoding="utf-8")
+    good = submission("bob", "ex02")
+    odd = os.fsencode(str(tmp_path / "subs")) + b"/carl__ex02_diagnose\xff.ipynb"
+    with open(odd, "wb") as f:
+        f.write(good.read_bytes())
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    assert report.ok and len(report.graded) == 3
+    with Gradebook(tmp_path / "out" / "gradebook.sqlite") as book:
+        rows = {r["student"]: r for r in book.current()}
+        assert set(rows) == {"ann", "bob", "carl"}
+        answers = book.db.execute("SELECT answer FROM answers WHERE key=?", (rows["ann"]["key"],)).fetchall()
+        assert any("my answer \\udc80 ends here" in a["answer"] for a in answers)
+        assert "\\udcff" in rows["carl"]["path"]
+    assert "ann" in (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "feedback" / "index.html").read_text(encoding="utf-8")
