@@ -64,6 +64,7 @@ class Spawn:
     confinement: str                   # "root", "userns" (not root: user namespaces) or "none" (--unconfined)
     uid: int                           # 0 means: do not change uid (not root)
     hide: list[str]                    # folders covered by an empty read-only tmpfs
+    cover: list[str]                   # folders covered by an empty tmpfs, what the run needs in them bound back
     reveal: list[str]                  # folders made visible inside hidden ones (measure: harness/) ...
     reveal_from: list[str]             # ... each bound read-only from this folder
     cgroups: list[str]                 # cgroup directories to join (v1: one per hierarchy)

@@ -201,7 +201,7 @@ def make_read_only(path: str) -> None:
 
 
 def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compile_cache: str,
-                 cache_writable: bool, uid: int, read_only: bool = False) -> list[str]:
+                 cache_writable: bool, uid: int, read_only: bool = False, cover=()) -> list[str]:
     """Build the run's mount table in the current (new) mount namespace; notices for what failed.
 
     ``keep``: folders that must stay reachable even if a private dir covers them (the course
@@ -209,6 +209,9 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
     ones that this run still sees, read-only (the measuring child's ``course_grader/harness``).
     ``read_only``: make the whole tree read-only first (a user-namespace run, whose uid outside is
     the grader's own); the private tmpfs mounts and a warming run's compile cache stay writable.
+    ``cover``: folders hidden behind an empty tmpfs, with the ``keep`` paths inside them bound back
+    (a user-namespace run: the grader's home, which its uid could otherwise read, other classes'
+    gradebooks and hand-back folders included).
     """
     global MOUNTED
     notices: list[str] = []
@@ -223,6 +226,7 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
     # Folders the run's uid could not traverse anyway (e.g. /root holding pyenv's Python) are
     # covered by an empty tmpfs too, and what the run needs under them is bound back.
     blocked = [a for a in map(_first_blocked_ancestor, keep) if a] if uid else []
+    blocked += [os.path.realpath(c) for c in cover if os.path.isdir(c) and os.path.realpath(c) != "/"]
     keep_fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep
                 if any(_under(p, d) for d in (*PRIVATE_DIRS, *blocked))}
     cache_fd = os.open(compile_cache, os.O_PATH | os.O_DIRECTORY) if compile_cache else -1

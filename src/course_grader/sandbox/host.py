@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import itertools
 import os
+import pwd
 import selectors
 import signal
 import socket
@@ -51,9 +52,9 @@ from course_grader.sandbox.proctree import tree_cpu_s
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, FaultKind
 
-USERNS_NOTICE = ("not root: each run is confined in user namespaces (a read-only file system, hidden folders "
-                 "covered, private /tmp, no network, no capabilities); this user has no cgroup, so CPU is read "
-                 "from the run's processes and capped by RLIMIT_CPU, memory by RLIMIT_AS, processes and threads "
+USERNS_NOTICE = ("not root: each run is confined in user namespaces (a read-only file system, hidden folders and "
+                 "your home covered, private /tmp, no network, no capabilities); this user has no cgroup, so CPU is "
+                 "read from the run's processes and capped by RLIMIT_CPU, memory by RLIMIT_AS, processes and threads "
                  "by RLIMIT_NPROC ({processes}), and the PID namespace ends everything with the run")
 TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can take a minute
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
@@ -143,6 +144,18 @@ def _mb(n: int) -> str:
     return f"{n / (1 << 20):.0f} MB"
 
 
+def _address_space(pid: int) -> int:
+    """The address space (``VmSize``) of process ``pid`` in bytes; 0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 class Template:
     """The fork server process and its control socket."""
 
@@ -164,6 +177,15 @@ class Template:
             raise SandboxFault(FaultKind.GRADER, f"the sandbox template did not start: {exc}") from None
         self.notices = [] if self.ready.threads == 1 else [
             f"the template had {self.ready.threads} threads when it forked (expected 1)"]
+        self.address_space = _address_space(self.proc.pid)
+
+    def address_space_limit(self, limits: Limits) -> int:
+        """RLIMIT_AS for a run without a memory cgroup: what a forked child already maps (torch maps
+        about 3.5 GB of address space, most of it never touched) plus the memory limit, capped by
+        ``limits.address_space_bytes``. A fixed cap would give each process 16 GB here."""
+        if not self.address_space:
+            return limits.address_space_bytes
+        return min(limits.address_space_bytes, self.address_space + limits.memory_bytes)
 
     def _await_ready(self, nonce: str) -> TemplateReady:
         reader = protocol.LineReader(self.sock.fileno(), cap=1 << 16)
@@ -258,13 +280,13 @@ class Run:
             self.spawn_nonce = protocol.new_nonce()
             spawn = Spawn(
                 mode=mode, confinement=host.confinement, uid=self.uid, max_processes=self.limits.pids,
-                hide=[str(p) for p in host.hide], reveal=list(reveal),
+                hide=[str(p) for p in host.hide], cover=[str(p) for p in host.cover], reveal=list(reveal),
                 reveal_from=list(reveal.values()),
                 cgroups=self.cgroup.join_paths if self.cgroup else [],
                 compile_cache=str(host.compile_cache) if host.compile_cache else "",
                 cache_writable=host.is_warming, cpu_s_total=cpu_s_total, file_bytes=self.limits.file_bytes,
                 open_files=self.limits.open_files, threads=self.limits.torch_threads, nonce=self.spawn_nonce,
-                memory_bytes=0 if host.plan.memory else self.limits.address_space_bytes)
+                memory_bytes=0 if host.plan.memory else host.ensure_template().address_space_limit(self.limits))
             host.ensure_template().spawn(spawn, fds_to_close)
         except BaseException:
             for fd in fds_to_close:
@@ -558,6 +580,7 @@ class GradingHost:
         self.plan = CgroupPlan()
         self.notices: list[str] = []
         self.confinement = "root"
+        self.cover: list[Path] = []
         self._names = itertools.count()
         self._lock = threading.Lock()
 
@@ -570,6 +593,9 @@ class GradingHost:
                 sweep_stale(self.plan, self.uids.block)
                 self.notices += self.plan.notices
             elif self.confinement == "userns":
+                # A run's uid outside is the grader's own: its home (other classes' gradebooks, hand-back
+                # folders, keys...) is covered; the checkout and Python, if they live there, are bound back.
+                self.cover = [Path(pwd.getpwuid(os.getuid()).pw_dir)]
                 self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids))
             else:
                 self.notices.append("unconfined: runs keep the grader's uid and have no namespaces or cgroups")

@@ -81,7 +81,7 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
             notices += confine.build_mounts(spawn.hide, dict(zip(spawn.reveal, spawn.reveal_from, strict=True)),
                                             confine.course_paths(),
                                             spawn.compile_cache, spawn.cache_writable, spawn.uid,
-                                            read_only=spawn.confinement == "userns")
+                                            read_only=spawn.confinement == "userns", cover=spawn.cover)
     except Exception as exc:  # the run must not start half-confined
         _report(status_fd, Started(pid=0, notices=[f"confinement failed: {exc}"], nonce=spawn.nonce))
         os._exit(70)

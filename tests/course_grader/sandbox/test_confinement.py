@@ -268,3 +268,23 @@ def test_an_unconfined_run_leaves_no_folder_in_tmp(monkeypatch):
     while os.path.exists(cwd) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(cwd) and set(glob.glob("/tmp/course-grader-run-*")) <= before
+
+
+def test_the_graders_own_private_files_are_out_of_sight(host):
+    """As root a run's leased uid cannot enter root's home; in user namespaces (the run's uid outside is
+    the grader's own) the grader's home is covered, with the checkout and Python bound back."""
+    import pwd
+
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    secret = home / f".course-grader-probe-{secrets.token_hex(6)}"
+    secret.write_text("other classes' grades")
+    secret.chmod(0o600)
+    try:
+        with host.notebook_kernel() as kernel:
+            out = kernel.run_cell(f"try:\n    print(open({str(secret)!r}).read())\n"
+                                  "except OSError as e:\n    print(type(e).__name__)").output
+            sees_course = kernel.run_cell("import compile_course, torch; print('course ok')").output
+    finally:
+        secret.unlink()
+    assert "other classes' grades" not in out and out.strip() in ("PermissionError", "FileNotFoundError"), out
+    assert sees_course == "course ok\n"

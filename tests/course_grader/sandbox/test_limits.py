@@ -73,9 +73,12 @@ def test_without_a_memory_cgroup_rlimit_as_refuses_the_allocation(host):
     if host.plan.memory:
         pytest.skip("this host caps memory with a cgroup (test_memory_cap_gives_a_memory_fault)")
     with host.notebook_kernel() as kernel:
-        result = kernel.run_cell(f"big = bytearray({host.limits.address_space_bytes + (1 << 30)})", "hog")
+        # the cap is what the forked child already maps plus the memory limit, not a fixed 16 GB
+        result = kernel.run_cell(f"big = bytearray({host.limits.memory_bytes + (1 << 30)})", "hog")
         assert result.status is CellStatus.ERROR and result.error.startswith("MemoryError"), result
         assert kernel.run_cell("print('still here')").output == "still here\n"
+        fits = kernel.run_cell(f"ok = bytearray({host.limits.memory_bytes // 4}); print(len(ok))", "fits")
+        assert fits.status is CellStatus.OK, fits
 
 
 def test_in_user_namespaces_rlimit_nproc_caps_a_fork_bomb(host):
