@@ -371,7 +371,24 @@ def submit_main(argv: list[str] | None = None) -> int:
         say(f"warning: {w}")
     if warnings:
         say(f"warning: handing in all the same; run `course check {args.file}` first to see the public tests")
+    say_what_is_saved(args.file)
     return _write_handin(args.file, insp, target)
+
+
+def say_what_is_saved(path: Path) -> None:
+    """What is handed in is what is saved on disk: say when that was, and whether the notebook is open in
+    JupyterLab, where changes not yet saved would be left out."""
+    from datetime import datetime
+
+    from .open_notebooks import open_in
+
+    saved = datetime.fromtimestamp(path.stat().st_mtime)
+    minutes = max(0, int((datetime.now() - saved).total_seconds() // 60))
+    say(f"handing in {path} as saved on disk at {saved:%Y-%m-%d %H:%M} ({minutes} min ago)")
+    for url in open_in(path):
+        say(f"note: this notebook is open in the Jupyter server at {url}: anything typed there since the last "
+            "save is not handed in. Save it (Ctrl+S, or File > Save Notebook) and run course submit again if "
+            "you changed it")
 
 
 def _write_handin(source: Path, insp: Inspection, target: Path) -> int:

@@ -242,3 +242,24 @@ def test_submit_suggests_an_ascii_id(tmp_path, capsys, exercises):
     err = capsys.readouterr().err
     assert "use an ASCII id such as 'Jose-Nunez'" in err and STUDENT_ID_RULE in err
     assert not (tmp_path / "handin").exists()
+
+
+def test_submit_says_when_the_notebook_is_open_in_jupyterlab(tmp_path, tmp_path_factory, capsys, exercises,
+                                                            monkeypatch):
+    """What is handed in is what is saved: submit says when that was, and that the notebook is open in a
+    running Jupyter server (a real one, with a session on it), where unsaved changes would be left out."""
+    from lab_server import jupyter_server
+
+    source = write(answered_notebook(exercises["ex02"]), tmp_path / "work" / "exercises" / "ex02_diagnose.ipynb")
+    handin = tmp_path / "handin"
+    state = tmp_path_factory.mktemp("jupyter-state")
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(state / "runtime"))   # where submit looks for servers
+    assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
+    first = capsys.readouterr().out
+    assert "as saved on disk at" in first and "is open in the Jupyter server" not in first
+    with jupyter_server(tmp_path / "work", state) as server:
+        server.api("POST", "/api/sessions", json={"path": "exercises/ex02_diagnose.ipynb", "type": "notebook",
+                                                  "name": "ex02_diagnose.ipynb", "kernel": {"name": "python3"}})
+        assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
+        out = capsys.readouterr().out
+    assert f"is open in the Jupyter server at {server.url}" in out and "not handed in" in out, out
