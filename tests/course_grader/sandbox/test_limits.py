@@ -86,7 +86,8 @@ def test_in_user_namespaces_rlimit_nproc_caps_a_fork_bomb(host):
     """No pids cgroup for an ordinary user: RLIMIT_NPROC, counted per user namespace, caps the run's processes."""
     if host.confinement != "userns":
         pytest.skip("runs are not in user namespaces here (root uses the pids cgroup)")
-    with host.notebook_kernel(small_limits(pids=24)) as kernel:
+    # CPU to spare: 24 forks of a process that maps torch take a moment on a loaded machine
+    with host.notebook_kernel(small_limits(pids=24, cpu_s_per_cell=10)) as kernel:
         result = kernel.run_cell("import os\nwhile True:\n    os.fork()", "bomb")
         assert "BlockingIOError" in (result.error or ""), result
         threads = kernel.run_cell("import threading, time\n"
