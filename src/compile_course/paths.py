@@ -3,6 +3,7 @@
 The package is installed editable from the checkout, so the checkout is the
 parent of ``src/``."""
 
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -12,3 +13,13 @@ EXERCISES = ROOT / "exercises"
 BUILD = ROOT / "build"
 REQUIREMENTS = ROOT / "requirements.txt"
 SANITIZE_FILE = ROOT / "tests" / "nbval_sanitize.cfg"
+
+
+def writable(path: Path) -> bool:
+    """Whether this user can write ``path``, or create it: its nearest existing folder is writable.
+    The course's defaults (``work/``, ``handin/``, ``build/grading/``) fall back to the user's home
+    when the checkout is someone else's."""
+    current = Path(path)
+    while not current.exists() and current != current.parent:
+        current = current.parent
+    return current.is_dir() and os.access(current, os.W_OK | os.X_OK)

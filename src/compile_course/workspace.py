@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import ROOT
+from .paths import ROOT, writable
 
 WORKSPACE = ROOT / "work"
 STATE_NAME = ".course-workspace.json"
@@ -59,9 +59,7 @@ def workspace_dir(explicit: str | None = None) -> tuple[Path, str]:
     chosen = explicit or os.environ.get("COURSE_WORKSPACE")
     if chosen:
         return Path(chosen).expanduser().resolve(), "as asked"
-    if WORKSPACE.is_dir() and os.access(WORKSPACE, os.W_OK | os.X_OK):
-        return WORKSPACE, "in the checkout"
-    if not WORKSPACE.exists() and os.access(WORKSPACE.parent, os.W_OK | os.X_OK):
+    if writable(WORKSPACE):
         return WORKSPACE, "in the checkout"
     return HOME_FALLBACK.expanduser().resolve(), f"{ROOT} is not writable by you"
 

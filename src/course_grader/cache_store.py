@@ -93,11 +93,12 @@ def _host_tag() -> str:
 def _start_ticks(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), or None when
     there is no such process. A pid reused by a later process has another start time."""
+    from .sandbox.proctree import STARTTIME, stat_field, stat_fields
+
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat_field(stat_fields(pid), STARTTIME).decode()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
 
 
 def new_folder(run_dir: Path) -> Path:

@@ -74,8 +74,20 @@ class GraderError(RuntimeError):
 
 
 class UsageError(ValueError):
-    """The command was asked for something that does not exist (an unknown ``--exercise``): exit 2,
-    nothing created."""
+    """The command was asked for something that does not exist or cannot be (an unknown ``--exercise``,
+    a path that is no notebook, a bad student id): exit 2, nothing created."""
+
+
+def read_exercises(solutions: Path, error: type[Exception] = GraderError) -> dict[str, Exercise]:
+    """Every exercise of ``solutions``; ``error`` (a grader fault for ``course grade``, a usage error
+    for the students' commands) when they cannot be read or there is none."""
+    try:
+        exercises = load_exercises(solutions)
+    except (OSError, ExerciseFormatError) as exc:
+        raise error(f"cannot read the exercises' sources in {solutions}: {exc}") from exc
+    if not exercises:
+        raise error(f"no exNN_*.ipynb in {solutions}")
+    return exercises
 
 
 def exercise_id(exercises: dict[str, Exercise], name: str) -> str:
@@ -484,12 +496,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     subs = Path(submissions_dir)
     out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
     gradebook = Path(gradebook) if gradebook else out_dir / "gradebook.sqlite"
-    try:
-        exercises = load_exercises(solutions)
-    except (OSError, ExerciseFormatError) as exc:
-        raise GraderError(f"cannot read the solutions: {exc}") from exc
-    if not exercises:
-        raise GraderError(f"no exNN_*.ipynb in {solutions}")
+    exercises = read_exercises(solutions)
     if exercise is not None:
         exercise = exercise_id(exercises, exercise)   # UsageError before anything is created
     if store is None and host_factory is None and verdict_for is None:
@@ -583,6 +590,23 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     return report
 
 
+def _missing(record: dict | None, needed: list[Exercise]) -> list[Exercise]:
+    """The exercises of ``needed`` that a store entry's record has not warmed (or warmed at another version)."""
+    done = (record or {}).get("exercises") or {}
+    return [ex for ex in needed if done.get(ex.id) != ex.sha256]
+
+
+def reuse_entry(entry: cache_store.Entry, needed: list[Exercise], folder: Path, cache: ReplyCache) -> bool:
+    """When the store's entry already covers ``needed``: its compile cache copied into ``folder`` and its
+    replies into ``cache`` (under the entry's shared lock), and True. Otherwise nothing changes: False."""
+    with entry.lock(exclusive=False):
+        record = entry.record()
+        if record is not None and not _missing(record, needed) and entry.copy_into(folder):
+            cache.absorb(record.get("replies") or [])
+            return True
+    return False
+
+
 def warm_up(host, needed: list[Exercise], verdict_for, progress: bool, cache: ReplyCache, jobs: int,
             folder: Path | None, entry: cache_store.Entry | None, may_publish: bool = True) -> bool:
     """Make ``host`` ready to grade ``needed``: its compile cache filled, the model answers proven,
@@ -599,25 +623,18 @@ def warm_up(host, needed: list[Exercise], verdict_for, progress: bool, cache: Re
         _warm(host, [ex.id for ex in needed], {ex.id: ex for ex in needed}, verdict_for, progress, cache, jobs)
         return False
 
-    def missing(record: dict | None) -> list[Exercise]:
-        done = (record or {}).get("exercises") or {}
-        return [ex for ex in needed if done.get(ex.id) != ex.sha256]
-
-    with entry.lock(exclusive=False):
-        record = entry.record()
-        if record is not None and not missing(record) and entry.copy_into(folder):
-            cache.absorb(record.get("replies") or [])
-            if progress:
-                print(f"warm-up of {', '.join(ex.name for ex in needed)} reused from an identical earlier run "
-                      f"(store key {entry.key})", file=sys.stderr)
-            return True
+    if reuse_entry(entry, needed, folder, cache):
+        if progress:
+            print(f"warm-up of {', '.join(ex.name for ex in needed)} reused from an identical earlier run "
+                  f"(store key {entry.key})", file=sys.stderr)
+        return True
     with entry.lock(exclusive=True):
         record = entry.record()
         if record is not None and entry.copy_into(folder):
             cache.absorb(record.get("replies") or [])
         else:
             record = None
-        todo = missing(record)
+        todo = _missing(record, needed)
         if todo:
             _warm(host, [ex.id for ex in todo], {ex.id: ex for ex in todo}, verdict_for, progress, cache, jobs)
             if may_publish:   # model answers only: no student code has run in this host yet

@@ -59,23 +59,15 @@ def seal_tree(root: Path) -> None:
 HOME_GRADING = Path("~/course-grading")   # the grading folder of a user who cannot write the checkout
 
 
-def _writable(path: Path) -> bool:
-    """Whether this user could create or write ``path`` (its nearest existing folder is writable)."""
-    current = Path(path)
-    while not current.exists() and current != current.parent:
-        current = current.parent
-    return current.is_dir() and os.access(current, os.W_OK | os.X_OK)
-
-
 def grading_root() -> tuple[Path, str]:
     """``(folder, why)``: where a class's results and the warm-up store go by default.
 
     ``build/grading/`` in the checkout; for a user who cannot write there (an instructor grading
     with a course someone else installed), ``~/course-grading/``, and ``why`` says so."""
-    from compile_course.paths import BUILD
+    from compile_course.paths import BUILD, writable
 
     base = BUILD / "grading"
-    if _writable(base):
+    if writable(base):
         return base, ""
     home = HOME_GRADING.expanduser()
     return home, f"{base} is not writable by you: results go under {home}"

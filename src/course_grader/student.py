@@ -39,8 +39,8 @@ from .answers import AnswerState, answer_states
 from .discover import STUDENT_ID_RULE, Candidate, attribute, discover, exercise_of, student_id_problem
 from .integrity import Checked
 from .load import MAX_FILE_BYTES, Loaded, read_bytes
-from .model import Exercise, ExerciseFormatError, load_exercises
-from .orchestrate import load_submission, match_cells
+from .model import Exercise
+from .orchestrate import UsageError, load_submission, match_cells, read_exercises
 from .shown import printable
 
 HANDIN = ROOT / "handin"
@@ -50,17 +50,13 @@ TICK_S = 10.0
 def default_handin() -> Path:
     """``handin/`` in the course folder; beside your workspace when the course folder is not yours to write
     (the workspace is then ``~/torch-compile-course-work``, see ``compile_course.workspace``)."""
-    if HANDIN.is_dir() and os.access(HANDIN, os.W_OK | os.X_OK):
-        return HANDIN
-    if not os.path.lexists(HANDIN) and os.access(ROOT, os.W_OK | os.X_OK):
-        return HANDIN
+    from compile_course.paths import writable
     from compile_course.workspace import workspace_dir
 
+    if writable(HANDIN):
+        return HANDIN
+
     return workspace_dir()[0] / "handin"
-
-
-class UsageError(Exception):
-    """The command line names no usable notebook: exit 2."""
 
 
 @dataclass
@@ -118,16 +114,6 @@ def inspect(path: Path, ex: Exercise, student: str = "me", max_bytes: int = MAX_
     return insp
 
 
-def load_exercises_or_exit(solutions: Path) -> dict[str, Exercise]:
-    try:
-        exercises = load_exercises(solutions)
-    except (OSError, ExerciseFormatError) as exc:
-        raise UsageError(f"cannot read the exercises' sources in {solutions}: {exc}") from exc
-    if not exercises:
-        raise UsageError(f"no exNN_*.ipynb in {solutions}")
-    return exercises
-
-
 def say(line: str = "") -> None:
     """One line for the student, escaped as every grader line is (``shown.printable``): file names and
     messages quoting a notebook's text cannot forge lines of their own."""
@@ -178,7 +164,7 @@ def check_main(argv: list[str] | None = None, **doubles) -> int:
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     try:
-        exercises = load_exercises_or_exit(args.solutions)
+        exercises = read_exercises(args.solutions, UsageError)
         ex = find_exercise(args.file, exercises)
     except UsageError as exc:
         print(f"course check: {exc}", file=sys.stderr)
@@ -233,22 +219,16 @@ def _stored_warm_up(ex: Exercise, exercises: dict[str, Exercise], folder: Path, 
     """Start from the compile cache and replies of an identical grading run's warm-up, when this
     machine's store holds one for ``ex`` (``cache_store``; root-only, so usually only for root)."""
     from . import cache_store, grader_key
+    from .orchestrate import reuse_entry
 
     store = cache_store.default_store()
     try:
         if not store.is_dir() or not os.access(store, os.R_OK | os.W_OK | os.X_OK):
             return False   # none here, or another user's (root's): a cold start, nothing created
         entry, _ = cache_store.open_entry({e.id: e.sha256 for e in exercises.values()}, grader_key(), store)
-        if entry is None:
-            return False
-        with entry.lock(exclusive=False):
-            record = entry.record()
-            if record and (record.get("exercises") or {}).get(ex.id) == ex.sha256 and entry.copy_into(folder):
-                cache.absorb(record.get("replies") or [])
-                return True
+        return entry is not None and reuse_entry(entry, [ex], folder, cache)
     except OSError:
-        pass
-    return False
+        return False
 
 
 def is_root() -> bool:
@@ -271,6 +251,7 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
     tests' messages already dropped by ``orchestrate.verdicts``). ``host_factory(hide, compile_cache,
     limits)`` and ``verdict_for`` exist for tests, as in ``grade_class``; by default the sandbox's
     ``GradingHost`` and ``course_grader.exercises.<exNN>``. Raises ``GraderError``."""
+    from . import cache_store
     from .orchestrate import ReplyCache, _default_host, _Job, _verdict_module, grade_one, instructor_paths
 
     ex = insp.ex
@@ -284,7 +265,7 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
         cache = ReplyCache()
         compile_cache = None
         if host_factory is None and verdict_for is None:
-            compile_cache = Path(tempfile.mkdtemp(prefix=".compile-cache-", dir=run_dir))
+            compile_cache = cache_store.new_folder(run_dir)
             if _stored_warm_up(ex, exercises, compile_cache, cache):
                 say("      (starting from this machine's compile cache of an identical grading run)")
         job = _Job(insp.loaded.candidate, insp.loaded, ex, "check", [])
@@ -350,7 +331,7 @@ def submit_main(argv: list[str] | None = None) -> int:
         if "__" in student:
             raise UsageError(f"student id {student!r} is not allowed: no '__' (two underscores separate "
                              "the id from the exercise in the hand-in's name)")
-        exercises = load_exercises_or_exit(args.solutions)
+        exercises = read_exercises(args.solutions, UsageError)
         ex = find_exercise(args.file, exercises)
         if args.out.exists() and not args.out.is_dir():
             raise UsageError(f"{args.out}: not a folder")

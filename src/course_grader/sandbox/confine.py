@@ -191,13 +191,20 @@ class _MountAttr(ctypes.Structure):
                 ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
+def set_read_only(path: str, read_only: bool = True, recursive: bool = False) -> None:
+    """Set or clear the read-only flag of the mount at ``path`` (and every mount below it when
+    ``recursive``), in this mount namespace only (``mount_setattr``)."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0) if read_only else _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE if recursive else 0,
+                           ctypes.byref(attr), ctypes.sizeof(attr))
+    if result != 0:
+        state = "read-only" if read_only else "writable"
+        raise ConfineError(f"mount_setattr {path} {state}: {os.strerror(ctypes.get_errno())}")
+
+
 def make_read_only(path: str) -> None:
     """Make ``path`` and every mount below it read-only, in this mount namespace only."""
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
-                           ctypes.sizeof(attr))
-    if result != 0:
-        raise ConfineError(f"mount_setattr {path} read-only: {os.strerror(ctypes.get_errno())}")
+    set_read_only(path, recursive=True)
 
 
 def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compile_cache: str,
@@ -271,10 +278,7 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
                 os.chmod(f"/proc/self/fd/{cache_fd}", 0o777)  # sealed again (0700) when warming ends
             mount(f"/proc/self/fd/{cache_fd}", CACHE_MOUNT, None, MS_BIND)
             if read_only:  # the bind inherits the tree's read-only flag; this one mount must be writable
-                attr = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
-                if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, CACHE_MOUNT.encode(), 0, ctypes.byref(attr),
-                                 ctypes.sizeof(attr)) != 0:
-                    raise ConfineError(f"compile cache writable: {os.strerror(ctypes.get_errno())}")
+                set_read_only(CACHE_MOUNT, False)
         else:
             upper, work = "/tmp/.compile-cache-upper", "/tmp/.compile-cache-work"
             os.makedirs(upper, mode=0o700)

@@ -278,6 +278,7 @@ class Run:
             fds_to_close = [theirs_fd, out_w, st_w]
             self.chan, self.out_fd, self.status_fd = chan_ours, out_r, st_r
             self.spawn_nonce = protocol.new_nonce()
+            template = host.ensure_template()
             spawn = Spawn(
                 mode=mode, confinement=host.confinement, uid=self.uid, max_processes=self.limits.pids,
                 hide=[str(p) for p in host.hide], cover=[str(p) for p in host.cover], reveal=list(reveal),
@@ -286,8 +287,8 @@ class Run:
                 compile_cache=str(host.compile_cache) if host.compile_cache else "",
                 cache_writable=host.is_warming, cpu_s_total=cpu_s_total, file_bytes=self.limits.file_bytes,
                 open_files=self.limits.open_files, threads=self.limits.torch_threads, nonce=self.spawn_nonce,
-                memory_bytes=0 if host.plan.memory else host.ensure_template().address_space_limit(self.limits))
-            host.ensure_template().spawn(spawn, fds_to_close)
+                memory_bytes=0 if host.plan.memory else template.address_space_limit(self.limits))
+            template.spawn(spawn, fds_to_close)
         except BaseException:
             for fd in fds_to_close:
                 os.close(fd)

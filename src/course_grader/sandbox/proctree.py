@@ -13,15 +13,26 @@ from __future__ import annotations
 import os
 
 TICKS = os.sysconf("SC_CLK_TCK")
-STAT_UTIME = 13   # fields of /proc/PID/stat after the ")" that ends the command name, counted from 0 at state
 MAX_PROCESSES = 4096
+FIRST_FIELD = 3    # /proc/PID/stat numbers its fields from 1; the state, after "(comm)", is field 3
+UTIME, STARTTIME = 14, 22   # utime, stime, cutime, cstime are fields 14-17; starttime is field 22
+
+
+def stat_field(fields: list[bytes], number: int) -> bytes:
+    """Field ``number`` (as proc(5) numbers them) of a :func:`stat_fields` list."""
+    return fields[number - FIRST_FIELD]
+
+
+def stat_fields(pid: int) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` from the state on: the command name before them, in
+    parentheses, may itself hold spaces and ")". Raises ``OSError`` when there is no such process."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()
 
 
 def _stat_ticks(pid: int) -> int:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        fields = f.read().rsplit(b")", 1)[1].split()
-    # fields[0] is the state; utime, stime, cutime, cstime are fields 14-17 of the whole line
-    return sum(int(x) for x in fields[STAT_UTIME - 2:STAT_UTIME + 2])
+    fields = stat_fields(pid)
+    return sum(int(stat_field(fields, n)) for n in range(UTIME, UTIME + 4))
 
 
 def _children(pid: int) -> list[int]:
