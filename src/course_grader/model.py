@@ -29,6 +29,9 @@ COURSE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MARKERS = (BEGIN_CODE, END_CODE, BEGIN_MD, END_MD)
 
 
+DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 class ExerciseFormatError(ValueError):
     """The solution notebook breaks the format contract (docs/exercise-format.md)."""
 
@@ -66,6 +69,8 @@ class Cell:
     points: float = 0.0
     rubric: str = ""
     grader: Any = None              # optional ``metadata.course.grader`` entry, passed through as is
+    setup: bool = False             # a locked code cell the grader runs before tests and student code
+    allow: tuple[str, ...] = ()     # a solution cell's extra dotted names for the allow-list
 
     @property
     def graded(self) -> bool:
@@ -190,14 +195,27 @@ class Exercise:
             rubric = meta.get("rubric", "") or ""
             if not isinstance(rubric, str):
                 raise ExerciseFormatError(f"{cid}: rubric must be text")
+            setup = meta.get("setup", False)
+            if setup not in (True, False) or setup and (kind is not CellKind.LOCKED or cell.cell_type != "code"):
+                raise ExerciseFormatError(f"{cid}: 'setup' is true or false, and only a locked code cell is setup")
+            allow = meta.get("allow", [])
+            if not isinstance(allow, list) or not all(isinstance(a, str) and DOTTED.fullmatch(a) for a in allow) \
+                    or allow and kind is not CellKind.SOLUTION:
+                raise ExerciseFormatError(f"{cid}: 'allow' is a list of dotted names "
+                                          "(torch._dynamo.mark_dynamic), on a solution cell")
             cells.append(Cell(position, cell.cell_type, source, cell.get("id"), cid, kind,
-                              _points(meta, cid, kind), rubric, meta.get("grader")))
+                              _points(meta, cid, kind), rubric, meta.get("grader"), setup, tuple(allow)))
         exercise = cls(path.stem, match.group(1), path, hashlib.sha256(raw).hexdigest(), tuple(cells), nb)
         if not any(c.course_id for c in cells):
             raise ExerciseFormatError(f"{path.name}: no cell carries metadata.course")
         return exercise
 
     # ------------------------------------------------------------------ views
+    @property
+    def setup_sources(self) -> list[str]:
+        """The source of every setup cell, in order: what the grader runs before tests and student code."""
+        return [c.source for c in self.cells if c.setup]
+
     @property
     def tests(self) -> list[Cell]:
         """Graded cells (public and hidden tests), in notebook order."""

@@ -28,7 +28,6 @@ marks stops the run with a clear error (a grader fault, not the students').
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 import sys
@@ -137,9 +136,10 @@ class ClassReport:
 
 
 def _verdict_module(ex: Exercise):
-    """``(grade, harness)`` for an exercise: ``course_grader.exercises.<exNN>``."""
-    module = importlib.import_module(f"course_grader.exercises.{ex.id}")
-    return module.grade, getattr(module, "HARNESS", ex.id)
+    """``(grade, harness)`` for an exercise: its own test cells, run by ``course_grader.testcells``."""
+    from . import testcells
+
+    return testcells.grade, testcells.HARNESS
 
 
 class ReplyCache:

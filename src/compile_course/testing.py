@@ -1,0 +1,134 @@
+"""What an exercise's test cells use: ``student``, ``reference``, ``code``, ``spy`` and ``passed``.
+
+A test cell asks questions of the student's answers through ``student`` and of the course's own
+functions through ``reference``. In the student's notebook both are a :class:`Namespace` over
+the notebook's own variables, so a public test cell is the student's self-check. At grading the
+grader runs the same cell in its own process, where ``student`` reaches the submission only
+through a sandboxed child and every answer comes back as data, and ``reference`` runs the
+course's setup cells in a child that runs no student code (``course_grader.remote``).
+
+Every method returns the records of ``compile_course.primitives``; both sides read them with the
+same ``from_data``, so what a test sees in the notebook and at grading has one form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import primitives as measure
+from .primitives import AnswerError, CallResult, ReplyError, Run, Timing
+
+__all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "code", "passed", "spy"]
+
+
+def passed(message: str) -> None:
+    """The success line a test cell ends with (at grading, the test's message)."""
+    print(f"✓ {message}")
+
+
+@dataclass(frozen=True)
+class code:  # noqa: N801 - reads as a function in a test cell: code("make_block()")
+    """An argument that is a Python expression, evaluated where the function under test runs.
+
+    Use it for objects that cannot travel as data: ``code("make_block()")``,
+    ``code("torch.compile(gate, backend='eager')")``, or a function the test cell defines
+    (``code("dropped_branch")``). Names resolve in the setup cells, then in the test cell's
+    own top-level ``def``s and ``class``es, which the grader sends along without their names,
+    comments and docstrings.
+    """
+
+    expression: str
+
+
+@dataclass(frozen=True)
+class spy:  # noqa: N801
+    """An argument that stands in for the function ``name``: it calls it, and records each call.
+
+    The records (dtype, shape, requires_grad and dynamic-shape marks of each tensor argument, and the
+    grad mode) come back in ``CallResult.spied``; replay them with ``reference.compile(name,
+    *replay(result.spied))`` to see what those calls compile.
+    """
+
+    name: str
+
+
+def replay(spied: list[dict] | None) -> list[tuple]:
+    """Fresh argument tuples like the recorded ones (random values; same dtypes, shapes and marks)."""
+    return [measure.make_spied_args(call, seed=i)[0] for i, call in enumerate(spied or [])]
+
+
+class Namespace:
+    """The questions a test can ask of the functions and values in one namespace (a notebook's ``globals()``)."""
+
+    def __init__(self, namespace: dict):
+        self._ns = namespace
+
+    # -- data answers
+    def answer(self, name: str) -> Any:
+        """The value of ``name``: data only (numbers, text, None, lists, tuples, dicts, tensors)."""
+        if name not in self._ns:
+            raise AnswerError(f"{name} is not defined: replace the `raise NotImplementedError(...)` line with "
+                              f"`{name} = ...` and run that cell")
+        try:
+            return measure.from_data(measure.to_data(self._ns[name]))
+        except (ReplyError, RecursionError, ValueError) as exc:
+            raise AnswerError(f"{name} is not a plain value: {exc}") from None
+
+    # -- functions
+    def _function(self, name: str):
+        fn = self._ns.get(name)
+        if not callable(fn):
+            raise AnswerError(f"no function {name}: replace the `raise NotImplementedError(...)` line with "
+                              "your code and run that cell")
+        return fn
+
+    def _args(self, args: tuple) -> tuple[tuple, list]:
+        spies = []
+        out = []
+        for a in args:
+            if isinstance(a, code):
+                out.append(eval(a.expression, self._ns))  # noqa: S307 - the test's own expression, in its notebook
+            elif isinstance(a, spy):
+                s = measure.Spy(self._ns[a.name])
+                spies.append(s)
+                out.append(s)
+            else:
+                out.append(a)
+        return tuple(out), spies
+
+    def call(self, name: str, *args, grad: bool = False) -> CallResult:
+        """``name(*args)`` once, eagerly. ``grad=True`` adds the gradients of the tensor arguments that require grad."""
+        fn = self._function(name)
+        real, spies = self._args(args)
+        result = measure.call_one(fn, real, grad=grad)
+        if spies:
+            result.spied = [c for s in spies for c in s.calls]
+        return CallResult.from_data(result.to_data())
+
+    def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
+                dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> Run:
+        """``torch.compile(name, ...)`` once, called on each argument tuple of ``calls`` in turn."""
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False)[0]
+
+    def compile_each(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
+                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> list[Run]:
+        """Like :meth:`compile`, compiled afresh (Dynamo's caches emptied) for each call: one :class:`Run` a call."""
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True)
+
+    def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh) -> list[Run]:
+        fn = self._function(name)
+        real = [self._args(tuple(c))[0] for c in calls]
+        runs = measure.compile_run(fn, real, backend=backend, fullgraph=fullgraph, dynamic=dynamic, stance=stance,
+                                   grad=grad, fresh=fresh)
+        return [Run.from_data(r.to_data()) for r in runs]
+
+    def time(self, name: str, *args, backend: str | None = None, calls: int = 20) -> Timing:
+        """Wall-clock time of ``name(*args)``: the first call, and the fastest of ``calls`` steady ones.
+        With ``backend``, of ``torch.compile(name, backend=backend)`` (compiled afresh, so the first call compiles)."""
+        fn = self._function(name)
+        real, _ = self._args(args)
+        return Timing.from_data(measure.time_calls(fn, real, backend=backend, calls=calls).to_data())
+
+
+Student = Namespace

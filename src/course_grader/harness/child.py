@@ -1,0 +1,159 @@
+"""The measuring child's two entries: answer one test question, or replay one validated graph.
+
+``serve(payload)`` runs the exercise's setup cells, loads the student's function (allow-listed
+again here, builtins limited), builds the arguments the test sent (data, ``code`` expressions,
+``spy`` stand-ins) and answers with ``compile_course.primitives``: ``call``, ``compile`` or ``time``.
+With no function in the payload it answers for a setup cell's function (``reference``).
+
+``replay(payload)`` runs no student code: it interprets a graph that the grader has validated
+(``course_grader.graphcheck``) on the test's own inputs and replies its outputs and gradients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import operator
+
+import torch
+
+from compile_course import primitives as measure
+
+from .allowlist import SAFE_BUILTINS, AllowList, load_checked
+
+
+def _setup(sources: list) -> dict:
+    namespace: dict = {"__name__": "__course__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for source in sources:
+            exec(compile(source, "<setup>", "exec"), namespace)  # noqa: S102 - the course's own setup cells
+    return namespace
+
+
+def _arg(a: dict, namespace: dict, spies: list):
+    if "value" in a:
+        return measure.from_data(a["value"])
+    if "spy" in a:
+        s = measure.Spy(namespace[a["spy"]])
+        spies.append(s)
+        return s
+    scope = dict(namespace)
+    for source in a.get("defs") or []:
+        exec(compile(source, "<given>", "exec"), scope)  # noqa: S102 - the test's own definitions
+    return eval(a["code"], scope)  # noqa: S307 - the test's own expression
+
+
+def serve(payload: dict) -> dict:
+    namespace = _setup(payload["setup"])
+    name = payload["name"]
+    function = payload.get("function")
+    if function is None:
+        fn = namespace[name]
+    else:
+        allow = function["allow"]
+        allowed = AllowList(provided=frozenset(allow["provided"]), imports=frozenset(allow["imports"]),
+                            dotted=frozenset(a for a in allow["allow"] if "." in a),
+                            builtins=SAFE_BUILTINS | frozenset(a for a in allow["allow"] if "." not in a))
+        try:
+            fn = load_checked(function["source"], name, allowed, namespace)
+        except Exception as exc:  # noqa: BLE001 - reported as data
+            return {"load_error": measure.error_text(exc)}
+    options = payload["options"]
+    op = payload["op"]
+    measure.restore_global_state()
+    if op == "call":
+        spies: list = []
+        args = tuple(_arg(a, namespace, spies) for a in payload["args"])
+        result = measure.call_one(fn, args, grad=options["grad"])
+        if spies:
+            result.spied = [c for s in spies for c in s.calls]
+        return {"load_error": None, "result": result.to_data()}
+    if op == "compile":
+        calls = [tuple(_arg(a, namespace, []) for a in call) for call in payload["args"]]
+        runs = measure.compile_run(fn, calls, backend=options["backend"], fullgraph=options["fullgraph"],
+                                   dynamic=options["dynamic"], stance=options["stance"], grad=options["grad"],
+                                   fresh=options["fresh"])
+        return {"load_error": None, "runs": [r.to_data() for r in runs]}
+    if op == "time":
+        args = tuple(_arg(a, namespace, []) for a in payload["args"])
+        timing = measure.time_calls(fn, args, backend=options["backend"], calls=options["calls"])
+        return {"load_error": None, "timing": timing.to_data()}
+    raise ValueError(f"unknown question {op!r}")
+
+
+ROOTS = {"torch": torch, "operator": operator, "_operator": operator}
+
+
+def _resolve(qualified: str):
+    import math
+
+    root, *rest = qualified.split(".")
+    obj = {**ROOTS, "math": math}[root]
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
+
+
+def _value(a, env: dict):
+    if type(a) is dict:
+        if "node" in a:
+            return env[a["node"]]
+        if "list" in a:
+            return [_value(x, env) for x in a["list"]]
+        if "tuple" in a:
+            return tuple(_value(x, env) for x in a["tuple"])
+        if "slice" in a:
+            return slice(*(_value(x, env) for x in a["slice"]))
+        if "ellipsis" in a:
+            return Ellipsis
+        if "device" in a:
+            return torch.device(a["device"])
+        if "memory_format" in a:
+            return getattr(torch, a["memory_format"])
+        if "layout" in a:
+            return getattr(torch, a["layout"])
+        if "kwargs" in a:
+            return {k: _value(v, env) for k, v in a["kwargs"].items()}
+    return measure.from_data(a)
+
+
+def replay(payload: dict) -> dict:
+    """Interpret a validated graph on the given arguments: ``{"outputs", "grads", "error"}``."""
+    import re
+
+    args = [measure.from_data(a) for a in payload["args"]]
+    params = payload["params"]
+    grad = payload["grad"]
+    inputs = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            a = a.detach().clone().requires_grad_(a.requires_grad)
+            args[i] = a
+            inputs.append(a)
+    env: dict = {}
+    outputs = None
+    try:
+        for node in payload["graph"]["nodes"]:
+            op, name, target = node["op"], node["name"], node["target"]
+            if op == "placeholder":
+                env[name] = args[params.index(re.fullmatch(r"L\['(\w+)'\]", node["source"]).group(1))]
+            elif op == "call_function":
+                env[name] = _resolve(target)(*_value(node["args"], env), **_value(node["kwargs"], env))
+            elif op == "call_method":
+                self, *rest = _value(node["args"], env)
+                env[name] = getattr(self, target)(*rest, **_value(node["kwargs"], env))
+            elif op == "output":
+                out = _value(node["args"], env)[0]
+                outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+    except Exception as exc:  # noqa: BLE001 - reported as data
+        return {"outputs": None, "grads": None, "error": measure.error_text(exc)}
+    tensors = [o for o in outputs or [] if isinstance(o, torch.Tensor)]
+    grads = []
+    for out in tensors:
+        if grad and out.requires_grad and inputs:
+            found = torch.autograd.grad(out, inputs, measure.upstream_gradient(out.detach()), allow_unused=True,
+                                        retain_graph=True)
+            grads.append([g.detach() if g is not None else None for g in found])
+        else:
+            grads.append(None)
+    return {"outputs": measure.to_data([t.detach() for t in tensors]), "grads": measure.to_data(grads), "error": None}

@@ -1,0 +1,282 @@
+"""``student`` and ``reference`` at grading: the test cell's questions, answered by sandboxed children.
+
+A test cell runs in the grader's process (``course_grader.testcells``). What it asks of
+``student`` goes to a fresh sandboxed child (``course_grader.harness.child.serve``) that runs
+the exercise's setup cells and the student's function, cut out of its cell and allow-listed, and
+replies data. ``reference`` asks the same of a child that runs the setup cells only. The child
+sees the setup cells, the function and the test's arguments; never a test's source, names,
+expected values or the solution's answers.
+
+Verify, don't believe: every reply is read by ``compile_course.primitives``'s ``from_data`` (the one
+validation, so a malformed reply fails the test with a message), and a compile run that claims
+one graph for a call is re-checked: the graph (validated here, torch ops only) is re-run on the
+test's own inputs in a child that runs no student code, and must give the reported output and
+gradients.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from compile_course import primitives as measure
+from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
+from compile_course.testing import code, spy
+
+from . import graphcheck
+from .allowlist import AllowList, AllowListError, extract_function, parse_source
+from .context import GradeContext, excerpt
+
+DEFAULT_PROVIDED = frozenset({"torch", "nn"})
+DEFAULT_IMPORTS = frozenset({"time", "copy"})
+
+
+def setup_names(sources: list[str]) -> frozenset[str]:
+    """Every top-level name the setup cells bind (defs, classes, assignments, imports)."""
+    names: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            else:
+                names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return frozenset(names)
+
+
+class _Shipped:
+    """The test cell's own top-level defs and classes, sent to a child under neutral names."""
+
+    def __init__(self, test_source: str):
+        self.defs: dict[str, ast.AST] = {}
+        try:
+            tree = ast.parse(test_source)
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                self.defs[node.name] = node
+        self.renamed: dict[str, str] = {}
+
+    def expression(self, text: str) -> tuple[str, list[str]]:
+        """``(the expression with shipped names replaced, the shipped definitions it needs)``."""
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as exc:
+            raise ValueError(f"code({text!r}) is not an expression: {exc.msg}") from None
+        needed = self._needed(tree)
+        return ast.unparse(self._rename(tree)), [self._source(n) for n in needed]
+
+    def _needed(self, tree: ast.AST) -> list[str]:
+        order: list[str] = []
+        queue = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in self.defs]
+        while queue:
+            name = queue.pop(0)
+            if name in order:
+                continue
+            order.append(name)
+            queue += [n.id for n in ast.walk(self.defs[name]) if isinstance(n, ast.Name) and n.id in self.defs]
+        for name in order:
+            self.renamed.setdefault(name, f"_given_{len(self.renamed)}")
+        return order[::-1]
+
+    def _rename(self, tree: ast.AST) -> ast.AST:
+        renamed = self.renamed
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(self, node):  # noqa: N802
+                if node.id in renamed:
+                    return ast.copy_location(ast.Name(renamed[node.id], node.ctx), node)
+                return node
+
+            def visit_FunctionDef(self, node):  # noqa: N802
+                self.generic_visit(node)
+                node.name = renamed.get(node.name, node.name)
+                _drop_docstring(node)
+                return node
+
+            visit_ClassDef = visit_FunctionDef  # noqa: N815
+
+        return ast.fix_missing_locations(Rename().visit(tree))
+
+    def _source(self, name: str) -> str:
+        import copy
+
+        return ast.unparse(self._rename(copy.deepcopy(self.defs[name])))
+
+
+def _drop_docstring(node) -> None:
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        node.body = body[1:] or [ast.Pass()]
+
+
+class RemoteNamespace:
+    """The grading side of ``compile_course.testing.Namespace``: same methods, same records."""
+
+    def __init__(self, ctx: GradeContext, *, student: bool):
+        self.ctx = ctx
+        self.student = student
+        self.setup = list(ctx.exercise.setup_sources)
+        self.test_source = ""
+        self._params: list[str] = []
+        provided = DEFAULT_PROVIDED | setup_names(self.setup)
+        self._allow_base = dict(provided=provided, imports=DEFAULT_IMPORTS)
+
+    # -- where the student's answers are
+    def _solution_cells(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        if not self.student:
+            return []
+        out = []
+        for cell in self.ctx.exercise.solutions:
+            source = self.ctx.cells.get(cell.course_id)
+            if isinstance(source, str):
+                out.append((cell.course_id, source, cell.allow))
+        return out
+
+    def _defining_cell(self, name: str, kind: type) -> tuple[str, str, tuple[str, ...]] | None:
+        found = None
+        for cid, source, allow in self._solution_cells():
+            try:
+                tree = parse_source(source, cid)
+            except AllowListError:
+                continue
+            for node in tree.body:
+                if kind is ast.FunctionDef and isinstance(node, ast.FunctionDef) and node.name == name:
+                    found = (cid, source, allow)
+                elif kind is ast.Assign and isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                        found = (cid, source, allow)
+        return found
+
+    # -- data answers
+    def answer(self, name: str) -> Any:
+        if not self.student:
+            raise ValueError("reference.answer: the course's own values are in the setup cells")
+        where = self._defining_cell(name, ast.Assign)
+        if where is None:
+            raise AnswerError(f"{name} is not defined in your answer cells: replace the "
+                              f"`raise NotImplementedError(...)` line with `{name} = ...`")
+        value = self.ctx.literal(where[0], name)
+        try:
+            return measure.from_data(measure.to_data(value))
+        except (ReplyError, RecursionError, ValueError, MemoryError) as exc:
+            raise AnswerError(f"{name} is not a plain value: {exc}") from None
+
+    # -- functions
+    def _function(self, name: str) -> dict | None:
+        if not self.student:
+            if name not in setup_names(self.setup):
+                raise ValueError(f"reference: no {name} in the exercise's setup cells")
+            return None
+        where = self._defining_cell(name, ast.FunctionDef)
+        if where is None:
+            raise AnswerError(f"no `def {name}(...)` in your answer cells (replace the "
+                              "`raise NotImplementedError(...)` line with your code)")
+        cid, source, allow = where
+        allowed = self._allowlist(allow)
+        try:
+            checked = extract_function(source, name, allowed, where=cid)
+        except AllowListError as exc:
+            raise AnswerError(str(exc)) from None
+        fn = next(n for n in ast.parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        self._params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        return {"source": checked, "allow": self._allow_data(allow)}
+
+    def _allowlist(self, allow: tuple[str, ...]) -> AllowList:
+        from .allowlist import SAFE_BUILTINS
+
+        dotted = frozenset(a for a in allow if "." in a)
+        extra = frozenset(a for a in allow if "." not in a)
+        return AllowList(provided=self._allow_base["provided"], imports=self._allow_base["imports"],
+                         dotted=dotted, builtins=SAFE_BUILTINS | extra)
+
+    def _allow_data(self, allow: tuple[str, ...]) -> dict:
+        return {"provided": sorted(self._allow_base["provided"]), "imports": sorted(self._allow_base["imports"]),
+                "allow": list(allow)}
+
+    def _args(self, args: tuple, shipped: _Shipped) -> list:
+        out = []
+        for a in args:
+            if isinstance(a, code):
+                expression, defs = shipped.expression(a.expression)
+                out.append({"code": expression, "defs": defs})
+            elif isinstance(a, spy):
+                out.append({"spy": a.name})
+            else:
+                out.append({"value": measure.to_data(a)})
+        return out
+
+    def _ask(self, op: str, name: str, args_list: list, options: dict) -> dict:
+        function = self._function(name)
+        payload = {"setup": self.setup, "function": function, "name": name, "op": op,
+                   "args": args_list, "options": options}
+        reply = self.ctx.measure("serve", payload)
+        if type(reply) is not dict:
+            raise ReplyError("the measuring process replied in an unexpected form")
+        if reply.get("load_error") is not None:
+            raise AnswerError(f"{name} could not be loaded: {excerpt(reply['load_error'], 200)}")
+        return reply
+
+    def call(self, name: str, *args, grad: bool = False) -> CallResult:
+        shipped = _Shipped(self.test_source)
+        reply = self._ask("call", name, self._args(args, shipped), {"grad": bool(grad)})
+        return CallResult.from_data(reply.get("result"))
+
+    def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
+                dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> Run:
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False)[0]
+
+    def compile_each(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
+                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> list[Run]:
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True)
+
+    def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh) -> list[Run]:
+        shipped = _Shipped(self.test_source)
+        wire = [self._args(tuple(c), shipped) for c in calls]
+        options = {"backend": str(backend), "fullgraph": bool(fullgraph), "dynamic": dynamic,
+                   "stance": stance, "grad": bool(grad), "fresh": bool(fresh)}
+        reply = self._ask("compile", name, wire, options)
+        runs = reply.get("runs")
+        if type(runs) is not list or len(runs) != (len(calls) if fresh else 1):
+            raise ReplyError("the measuring process replied with the wrong number of compile runs")
+        runs = [Run.from_data(r) for r in runs]
+        if self.student:
+            self._verify(runs, calls, fresh, grad)
+        return runs
+
+    def _verify(self, runs: list[Run], calls: tuple, fresh: bool, grad: bool) -> None:
+        """Re-run each call's one reported graph on the test's own inputs, in a child without student
+        code; it must give the reported output (and gradients). A call reported as one graph that
+        cannot be replayed or disagrees fails the test."""
+        per_call = [(run, 0, calls[i]) for i, run in enumerate(runs)] if fresh else \
+            [(runs[0], i, c) for i, c in enumerate(calls)]
+        graph_index: dict[int, int] = {}
+        for run, i, args in per_call:
+            start = graph_index.get(id(run), 0)
+            count = run.graphs_per_call[i]
+            graph_index[id(run)] = start + count
+            result = run.calls[i]
+            if count != 1 or not result.ok:
+                continue
+            graph = run.graphs[start]
+            problem = graphcheck.validate(graph)
+            if problem:
+                raise ReplyError(f"call {i + 1}: the graph reported for it cannot be checked ({problem})")
+            reply = self.ctx.measure("replay", {"graph": graph, "args": [measure.to_data(a) for a in args],
+                                                "params": self._params, "grad": bool(grad)})
+            why = graphcheck.disagreement(reply, result, grad)
+            if why:
+                raise ReplyError(f"call {i + 1}: re-running its captured graph {why}")
+
+    def time(self, name: str, *args, backend: str | None = None, calls: int = 20) -> Timing:
+        shipped = _Shipped(self.test_source)
+        reply = self._ask("time", name, self._args(args, shipped), {"backend": backend, "calls": int(calls)})
+        return Timing.from_data(reply.get("timing"))
