@@ -39,7 +39,7 @@ MAX_INT = 2 ** 63
 TENSOR_DTYPES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
                  "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
 MAX_ERROR = 400
-_PATHS = re.compile(r"(/[^\s:'\"]+)+")
+_PATHS = re.compile(r"(?<![\w.:/-])(/[^\s:'\"]+)+")  # file paths, not the path part of a URL
 
 
 class ReplyError(AssertionError):
@@ -299,8 +299,8 @@ _GB = re.compile(r"\b(GB\d{4})\b", re.IGNORECASE)
 
 def parse_break(message: str) -> Break:
     """A ``graph_breaks`` log message as a :class:`Break`."""
-    message = _PATHS.sub("<path>", message.split("User code traceback:")[0]).strip()[:4000]
     gb = _GB.search(message)
+    message = _PATHS.sub("<path>", message.split("User code traceback:")[0]).strip()[:4000]
     reason, explanation, hints = "", "", []
     for line in message.splitlines():
         s = line.strip()

@@ -16,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from . import primitives as measure
 from .primitives import AnswerError, CallResult, ReplyError, Run, Timing
 
-__all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "code", "passed", "spy"]
+__all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "code", "disagreements",
+           "expect_agreement", "expect_like_reference", "passed", "replay", "spy"]
 
 
 def passed(message: str) -> None:
@@ -106,6 +109,12 @@ class Namespace:
             result.spied = [c for s in spies for c in s.calls]
         return CallResult.from_data(result.to_data())
 
+    def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
+        """``name(*args)`` eagerly for each argument tuple of ``calls``: one :class:`CallResult` a call."""
+        fn = self._function(name)
+        return [CallResult.from_data(measure.call_one(fn, self._args(tuple(c))[0], grad=grad).to_data())
+                for c in calls]
+
     def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
                 dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> Run:
         """``torch.compile(name, ...)`` once, called on each argument tuple of ``calls`` in turn."""
@@ -132,3 +141,77 @@ class Namespace:
 
 
 Student = Namespace
+
+
+def disagreements(reference, cases: list[tuple[str, tuple]], results: list[CallResult], *,
+                  grad: bool = False) -> list[str]:
+    """Where ``results`` differ from ``reference`` called eagerly on the same ``cases`` (label, args).
+
+    Outputs are compared by ``compile_course.comparison.compare_tensors`` (dtype, shape, NaN,
+    infinities and the sign of zero exact; float rounding within the course's tolerances);
+    gradients the same way, except that a zero's sign is not compared (the course's rule).
+    """
+    from .comparison import compare_tensors
+
+    problems = []
+    for (label, args), got in zip(cases, results, strict=True):
+        want = measure.call_one(reference, tuple(_fresh(a) for a in args), grad=grad)
+        if want.error:
+            raise RuntimeError(f"the reference raised on {label}: {want.error}")
+        if not got.ok:
+            problems.append(f"{label}: {got.error}")
+            continue
+        if not isinstance(got.value, torch.Tensor):
+            problems.append(f"{label}: returned {got.value!r}, not a tensor")
+            continue
+        verdict = compare_tensors(want.value, got.value)
+        if not verdict.ok:
+            problems.append(f"{label}: output {verdict.text}")
+            continue
+        if grad:
+            wanted, gotten = want.grads or [], got.grads or []
+            if len(wanted) != len(gotten):
+                problems.append(f"{label}: no gradient flows back to the input")
+                continue
+            for w, g in zip(wanted, gotten, strict=True):
+                if w is None or g is None:
+                    if (w is None) != (g is None):
+                        problems.append(f"{label}: a gradient is missing or unexpected")
+                    continue
+                verdict = compare_tensors(w, g, signed_zeros=False)
+                if not verdict.ok:
+                    problems.append(f"{label}: gradient {verdict.text}")
+    return problems
+
+
+def expect_agreement(reference, cases: list[tuple[str, tuple]], results: list[CallResult], what: str, *,
+                     grad: bool = False) -> None:
+    """Fails, listing up to six cases, where :func:`disagreements` finds any."""
+    problems = disagreements(reference, cases, results, grad=grad)
+    shown = "\n".join(f"  {p}" for p in problems[:6])
+    more = f"\n  ... and {len(problems) - 6} more" if len(problems) > 6 else ""
+    assert not problems, f"{what}: {len(problems)} case(s) disagree with the reference:\n{shown}{more}"
+
+
+def expect_like_reference(target, name: str, reference, cases: list[tuple[str, tuple]], what: str,
+                          *, eager: bool = True, **compile_options) -> None:
+    """``target``'s function ``name`` agrees with ``reference`` on every case, compiled afresh for each
+    case with ``compile_options`` (``backend="eager"`` unless given) and, with ``eager``, called eagerly.
+
+    Gradients are compared for the cases whose tensor arguments require grad.
+    """
+    for grad in (True, False):
+        group = [c for c in cases if any(isinstance(a, torch.Tensor) and a.requires_grad for a in c[1]) == grad]
+        if not group:
+            continue
+        runs = target.compile_each(name, *(args for _, args in group), grad=grad, **compile_options)
+        expect_agreement(reference, group, [r.calls[0] for r in runs], f"compiled, {what}", grad=grad)
+        if eager:
+            results = target.call_each(name, *(args for _, args in group), grad=grad)
+            expect_agreement(reference, group, results, f"called eagerly, {what}", grad=grad)
+
+
+def _fresh(a):
+    if isinstance(a, torch.Tensor):
+        return a.detach().clone().requires_grad_(a.requires_grad)
+    return a

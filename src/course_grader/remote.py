@@ -230,6 +230,14 @@ class RemoteNamespace:
         reply = self._ask("call", name, self._args(args, shipped), {"grad": bool(grad)})
         return CallResult.from_data(reply.get("result"))
 
+    def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
+        shipped = _Shipped(self.test_source)
+        reply = self._ask("call_each", name, [self._args(tuple(c), shipped) for c in calls], {"grad": bool(grad)})
+        results = reply.get("results")
+        if type(results) is not list or len(results) != len(calls):
+            raise ReplyError("the measuring process replied with the wrong number of results")
+        return [CallResult.from_data(r) for r in results]
+
     def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
                 dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> Run:
         return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False)[0]
@@ -253,13 +261,14 @@ class RemoteNamespace:
         return runs
 
     def _verify(self, runs: list[Run], calls: tuple, fresh: bool, grad: bool) -> None:
-        """Re-run each call's one reported graph on the test's own inputs, in a child without student
-        code; it must give the reported output (and gradients). A call reported as one graph that
-        cannot be replayed or disagrees fails the test."""
+        """Re-run each call's one reported graph on the test's own inputs, in one child that runs no
+        student code; it must give the reported output (and gradients). A call reported as one graph
+        that cannot be replayed, or disagrees, fails the test."""
         per_call = [(run, 0, calls[i]) for i, run in enumerate(runs)] if fresh else \
             [(runs[0], i, c) for i, c in enumerate(calls)]
         graph_index: dict[int, int] = {}
-        for run, i, args in per_call:
+        items, checked = [], []
+        for number, (run, i, args) in enumerate(per_call, 1):
             start = graph_index.get(id(run), 0)
             count = run.graphs_per_call[i]
             graph_index[id(run)] = start + count
@@ -269,12 +278,19 @@ class RemoteNamespace:
             graph = run.graphs[start]
             problem = graphcheck.validate(graph)
             if problem:
-                raise ReplyError(f"call {i + 1}: the graph reported for it cannot be checked ({problem})")
-            reply = self.ctx.measure("replay", {"graph": graph, "args": [measure.to_data(a) for a in args],
-                                                "params": self._params, "grad": bool(grad)})
-            why = graphcheck.disagreement(reply, result, grad)
+                raise ReplyError(f"call {number}: the graph reported for it cannot be checked ({problem})")
+            items.append({"graph": graph, "args": [measure.to_data(a) for a in args]})
+            checked.append((number, result))
+        if not items:
+            return
+        reply = self.ctx.measure("replay", {"items": items, "params": self._params, "grad": bool(grad)})
+        replies = reply.get("results") if type(reply) is dict else None
+        if type(replies) is not list or len(replies) != len(items):
+            raise ReplyError("re-running the captured graphs gave no readable result")
+        for (number, result), one in zip(checked, replies, strict=True):
+            why = graphcheck.disagreement(one, result, grad)
             if why:
-                raise ReplyError(f"call {i + 1}: re-running its captured graph {why}")
+                raise ReplyError(f"call {number}: re-running its captured graph {why}")
 
     def time(self, name: str, *args, backend: str | None = None, calls: int = 20) -> Timing:
         shipped = _Shipped(self.test_source)

@@ -68,6 +68,13 @@ def serve(payload: dict) -> dict:
         if spies:
             result.spied = [c for s in spies for c in s.calls]
         return {"load_error": None, "result": result.to_data()}
+    if op == "call_each":
+        results = []
+        for call in payload["args"]:
+            measure.restore_global_state()
+            args = tuple(_arg(a, namespace, []) for a in call)
+            results.append(measure.call_one(fn, args, grad=options["grad"]).to_data())
+        return {"load_error": None, "results": results}
     if op == "compile":
         calls = [tuple(_arg(a, namespace, []) for a in call) for call in payload["args"]]
         runs = measure.compile_run(fn, calls, backend=options["backend"], fullgraph=options["fullgraph"],
@@ -118,12 +125,15 @@ def _value(a, env: dict):
 
 
 def replay(payload: dict) -> dict:
-    """Interpret a validated graph on the given arguments: ``{"outputs", "grads", "error"}``."""
+    """Interpret validated graphs, each on its own arguments: ``{"results": [{"outputs", "grads", "error"}]}``."""
+    return {"results": [_replay_one(item["graph"], item["args"], payload["params"], payload["grad"])
+                        for item in payload["items"]]}
+
+
+def _replay_one(graph: dict, args_data: list, params: list, grad: bool) -> dict:
     import re
 
-    args = [measure.from_data(a) for a in payload["args"]]
-    params = payload["params"]
-    grad = payload["grad"]
+    args = [measure.from_data(a) for a in args_data]
     inputs = []
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor) and a.requires_grad:
@@ -133,7 +143,7 @@ def replay(payload: dict) -> dict:
     env: dict = {}
     outputs = None
     try:
-        for node in payload["graph"]["nodes"]:
+        for node in graph["nodes"]:
             op, name, target = node["op"], node["name"], node["target"]
             if op == "placeholder":
                 env[name] = args[params.index(re.fullmatch(r"L\['(\w+)'\]", node["source"]).group(1))]
