@@ -1,7 +1,7 @@
-"""Fixtures for the exercises' trusted verdicts: a fake ``measure`` that runs the harness in-process.
+"""Fixtures for the exercises' test cells, graded v3-style, with a fake ``measure`` that runs the child in-process.
 
-``grade_with(exercise_id, cells)`` builds a ``GradeContext`` whose ``measure`` calls
-``course_grader.harness.<HARNESS>.<entry>`` in this process, with the payload and
+``grade_with(exercise_id, cells)`` runs the exercise's test cells (``course_grader.testcells.grade``)
+on a ``GradeContext`` whose ``measure`` calls ``course_grader.harness.child.<entry>`` in this process, with the payload and
 the reply sent through JSON and ``protocol.check_json`` as the sandbox would. Its
 successful replies are kept in one ``orchestrate.ReplyCache`` per test process, as a
 grading run keeps them: a payload without student code (a reference measurement, ex02's
@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from course_grader import testcells
 from course_grader.context import GradeContext
 from course_grader.orchestrate import ReplyCache, _Measurer
 from course_grader.protocol import check_json
@@ -60,9 +61,8 @@ def model_cells(exercises):
 @pytest.fixture
 def grade_with(exercises):
     def grade(exercise_id: str, cells: dict[str, str]) -> dict[str, object]:
-        module = importlib.import_module(f"course_grader.exercises.{exercise_id}")
-        ctx = GradeContext(exercises[exercise_id], cells, fake_measure(module.HARNESS, _REPLIES))
-        verdicts = module.grade(ctx)
+        ctx = GradeContext(exercises[exercise_id], cells, fake_measure(testcells.HARNESS, _REPLIES))
+        verdicts = testcells.grade(ctx)
         assert sorted(v.test_id for v in verdicts) == sorted(c.course_id for c in exercises[exercise_id].tests)
         return {v.test_id: v for v in verdicts}
     return grade

@@ -1,74 +1,48 @@
-"""ex01: the model rewrite earns every test; rewrites that change the function lose the right ones."""
+"""ex01 graded from its notebook's test cells: the rewrite must capture as one graph and change nothing."""
 
 from __future__ import annotations
 
-import pytest
-
-NAIVE = '''
-def safe_normalize_rewrite(x):
-    norm = x.norm()
-    return torch.where(norm > 0, x / norm, x)
-'''
-SIGN_LOST = '''
-def safe_normalize_rewrite(x):
-    norm = x.norm()
-    safe = torch.where(norm > 0, norm, torch.ones_like(norm))
-    return torch.where(norm > 0, x / safe, x + 0.0)
-'''
-STILL_BRANCHES = '''
-def safe_normalize_rewrite(x):
-    norm = x.norm()
-    if norm > 0:
-        return x / norm
-    return x
-'''
-# Honest but unusual: a local named max, a helper function and a constant in the same cell.
-UNUSUAL = '''
-ONE = 1.0
-
-def _guard(norm):
-    return torch.where(norm > 0, norm, torch.full_like(norm, ONE))
-
-def safe_normalize_rewrite(x):
-    max = x.norm()          # shadows a builtin: that is not tampering
-    ok = max > 0
-    return torch.where(ok, x / _guard(max), x)
-'''
-# Honest: multiplies by a where-guarded reciprocal. Its gradient at a 0-d input is a rounding
-# residue (-3e-8 in float32) where the reference's terms cancel to an exact 0.
-RECIPROCAL = '''
-def safe_normalize_rewrite(x):
-    positive = x.detach().norm() > 0
-    n = torch.where(positive, x, torch.ones_like(x)).norm()
-    scale = torch.where(positive, 1.0 / n, torch.ones_like(n))
-    return x * scale
-'''
+REWRITE = "def safe_normalize_rewrite(x):\n{}\n"
 
 
-def test_model_answer_passes_everything(grade_with, model_cells):
+def body(*lines: str) -> dict[str, str]:
+    return {"ex01-rewrite": REWRITE.format("\n".join("    " + line for line in lines))}
+
+
+def test_model_answer_passes_every_test(grade_with, model_cells):
     verdicts = grade_with("ex01", model_cells("ex01"))
     assert all(v.passed for v in verdicts.values()), {k: v.message for k, v in verdicts.items()}
 
 
-@pytest.mark.parametrize("source, failing", [
-    (NAIVE, {"ex01-hidden-boundary"}),                          # NaN gradient at the zero vector
-    (SIGN_LOST, {"ex01-hidden-boundary"}),                      # -0.0 becomes 0.0
-    (STILL_BRANCHES, {"ex01-test-capture", "ex01-test-values", "ex01-hidden-boundary"}),
-    (UNUSUAL, set()),
-    (RECIPROCAL, set()),
-])
-def test_rewrites_lose_exactly_the_tests_they_should(grade_with, source, failing):
-    verdicts = grade_with("ex01", {"ex01-rewrite": source})
-    assert {k for k, v in verdicts.items() if not v.passed} == failing, {k: v.message for k, v in verdicts.items()}
+def test_the_reference_itself_breaks_and_the_capture_test_quotes_torch(grade_with):
+    verdicts = grade_with("ex01", body("norm = x.norm()", "if norm > 0:", "    return x / norm", "return x"))
+    capture = verdicts["ex01-test-capture"]
+    assert not capture.passed
+    assert "graph break" in capture.message and "GB" in capture.message  # torch's own GB id
+    # the values are measured compiled with fullgraph=True: torch's own error is the message
+    assert "Data-dependent branching" in verdicts["ex01-test-values"].message
 
 
-@pytest.mark.parametrize("source, phrase", [
-    ('raise NotImplementedError("ex01-rewrite: replace this line with your answer")', "no `def safe_normalize_rewrite"),
-    ("def safe_normalize_rewrite(x):\n    torch.where = lambda *a: a[1]\n    return x", "assigning to an attribute"),
-    ("def safe_normalize_rewrite(x):\n    return getattr(torch, 'where')(x > 0, x, x)", "`getattr` is not allowed"),
-    ("import os\ndef safe_normalize_rewrite(x):\n    return os.getcwd()", "`os` is not available"),
-])
-def test_unusable_answers_fail_every_test_with_the_reason(grade_with, source, phrase):
-    verdicts = grade_with("ex01", {"ex01-rewrite": source})
+def test_naive_where_fails_only_the_hidden_gradients(grade_with):
+    verdicts = grade_with("ex01", body("norm = x.norm()", "return torch.where(norm > 0, x / norm, x)"))
+    assert verdicts["ex01-test-capture"].passed and verdicts["ex01-test-values"].passed
+    assert not verdicts["ex01-hidden-boundary"].passed
+    assert "gradient" in verdicts["ex01-hidden-boundary"].message
+
+
+def test_correct_when_compiled_but_raising_eagerly_fails_the_values(grade_with):
+    # the v2 finding: a rewrite whose eager path was barely measured got 8/8
+    verdicts = grade_with("ex01", body(
+        "if not torch.compiler.is_compiling():",
+        "    raise RuntimeError('eager path')",
+        "norm = x.norm()",
+        "return torch.where(norm > 0, x / torch.where(norm > 0, norm, torch.ones_like(norm)), x)"))
+    assert verdicts["ex01-test-capture"].passed
+    assert not verdicts["ex01-test-values"].passed
+    assert "called eagerly" in verdicts["ex01-test-values"].message
+
+
+def test_unanswered_fails_every_test_with_a_message(grade_with):
+    verdicts = grade_with("ex01", {"ex01-rewrite": 'raise NotImplementedError("ex01-rewrite: replace")'})
     assert not any(v.passed for v in verdicts.values())
-    assert all(phrase in v.message for v in verdicts.values()), [v.message for v in verdicts.values()]
+    assert "def safe_normalize_rewrite" in verdicts["ex01-test-capture"].message
