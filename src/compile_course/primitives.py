@@ -128,10 +128,16 @@ def to_data(value: Any, depth: int = 0) -> Any:
     containers and dtypes. Anything else is reported by its type name only."""
     if depth > MAX_DEPTH:
         raise ReplyError("the value is nested too deeply to report")
-    if value is None or type(value) in (bool, str):
-        return value if type(value) is not str else value[:MAX_TEXT]
+    if value is None or type(value) is bool:
+        return value
+    if type(value) is str:
+        if len(value) > MAX_TEXT:
+            raise ReplyError(f"it holds a text of {len(value)} characters, too long to be an answer")
+        return value
     if type(value) is int:
-        return value if abs(value) < MAX_INT else {"float": float(value)}
+        if abs(value) >= MAX_INT:
+            raise ReplyError("it holds an integer too large to be an answer")
+        return value
     if type(value) is float:
         return value if math.isfinite(value) else {"float": repr(value)}
     if isinstance(value, torch.Tensor):

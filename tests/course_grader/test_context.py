@@ -14,6 +14,14 @@ def ctx(cells: dict[str, str]) -> GradeContext:
     return GradeContext(None, cells, measure)
 
 
+def test_a_long_comment_costs_an_honest_answer_nothing():
+    # v2 refused a cell over 20,000 characters, comments included, and the answer lost its points
+    comment = "".join(f"# line {i}: why I think this call breaks, in my own words\n" for i in range(1000))
+    c = ctx({"a": comment + "ANSWER = {'x': None}\n" + comment})
+    assert len(c.cells["a"]) > 100_000
+    assert c.literal("a", "ANSWER") == {"x": None}
+
+
 def test_literal_is_parsed_with_comments_and_layout():
     c = ctx({"a": "# my answer\nANSWER = {\n  'x': None,  # no break\n  'y': [1, 0],\n}\nprint(ANSWER)\n"})
     assert c.literal("a", "ANSWER") == {"x": None, "y": [1, 0]}
@@ -27,7 +35,7 @@ def test_literal_is_parsed_with_comments_and_layout():
     ('raise NotImplementedError("a: replace this line with your answer")', "no `ANSWER = ...`"),
     ("ANSWER = " + "[" * 50 + "]" * 50, "far larger or deeper"),
     ("ANSWER = [" + "0, " * 5000 + "]", "far larger or deeper"),
-    ("ANSWER = '" + "x" * 30000 + "'", "longer than"),
+    ("ANSWER = '" + "x" * 300000 + "'", "far larger or deeper"),
     ("ANSWER = (", "syntax error"),
     ("ANSWER = " + "[" * 1000 + "]" * 1000, "syntax error"),
 ])

@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-MAX_SOURCE_CHARS = 40_000
+MAX_SOURCE_CHARS = 1_000_000   # comments count here and cost nothing later; the node and depth limits bound the code
 MAX_NODES = 6_000
 MAX_DEPTH = 60
 MAX_CONSTANT_CHARS = 5_000

@@ -373,8 +373,13 @@ class Run:
             return self.cgroup.cpu_s()
         return tree_cpu_s(self.init_pid) if self.init_pid > 0 else None
 
-    def request(self, message, expect: type, cpu_budget: float, wall_budget: float, where: str):
-        """Send ``message``; return its reply, or raise SandboxFault saying which limit ended the run."""
+    def request(self, message, expect: type, cpu_budget: float, wall_budget: float, where: str,
+                hard_s: float | None = None, hard_why: str = "the run reached its time limit"):
+        """Send ``message``; return its reply, or raise SandboxFault saying which limit ended the run.
+
+        ``hard_s``: an absolute wall-clock end sooner than ``Limits.wall_s_hard`` (what is left of
+        a whole run's time), named by ``hard_why``."""
+        hard = self.limits.wall_s_hard if hard_s is None else min(hard_s, self.limits.wall_s_hard)
         if self.closed or self.exit_status is not None:
             raise SandboxFault(FaultKind.CRASHED, f"the kernel had already ended before {where}")
         self.raw_pending.clear()
@@ -409,11 +414,13 @@ class Run:
                 self.kill()
                 raise SandboxFault(FaultKind.CPU_TIME, f"your code used {cpu_budget:.0f} s of CPU in {where}")
             elapsed = time.monotonic() - start
-            if elapsed > wall_budget:
+            if elapsed > min(wall_budget, hard):
                 used = (cpu - cpu0) if cpu is not None and cpu0 is not None else None
                 idle = used is None or used < self.limits.idle_cpu_fraction * elapsed
-                if idle or elapsed > self.limits.wall_s_hard:
+                if idle or elapsed > hard:
                     self.kill()
+                    if elapsed > hard and hard_s is not None and hard_s < self.limits.wall_s_hard:
+                        raise SandboxFault(FaultKind.WALL_TIME, f"{hard_why} (wall clock) in {where}")
                     why = "almost without using CPU: it was waiting, not computing" if idle \
                         else "the longest any cell may run"
                     raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {elapsed:.0f} s (wall clock) in {where} "
@@ -515,6 +522,7 @@ class NotebookKernel:
         self.run: Run | None = None
         self.fault: SandboxFault | None = None      # what ended the kernel, if a cell did
         self.cells_run = 0
+        self.started = time.monotonic()
 
     def __enter__(self) -> NotebookKernel:
         self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal={}, limits=self.limits)
@@ -538,9 +546,14 @@ class NotebookKernel:
         request = RunCell(cell_id=cell_id, source=source, cpu_s=self.limits.cpu_s_per_cell,
                           output_bytes=self.limits.output_bytes)
         cpu0 = self.run.cpu_used()
+        left = self.limits.wall_s_per_run - (time.monotonic() - self.started)
         try:
-            reply: CellReply = self.run.request(request, CellReply, self.limits.cpu_s_per_cell,
-                                                self.limits.wall_s_backstop, where)
+            if left <= 0:
+                raise SandboxFault(FaultKind.WALL_TIME, f"the whole run passed its {self.limits.wall_s_per_run:.0f} s "
+                                   f"(wall clock) before {where}")
+            reply: CellReply = self.run.request(
+                request, CellReply, self.limits.cpu_s_per_cell, self.limits.wall_s_backstop, where, hard_s=left,
+                hard_why=f"the whole run reached its {self.limits.wall_s_per_run:.0f} s")
         except SandboxFault as fault:
             if not fault.kind.student_fault:
                 raise

@@ -17,6 +17,7 @@ CPU_S_TOTAL = 600               # everything one run (one notebook, one measurin
 WALL_BACKSTOP_FACTOR = 3        # wall-clock backstop of a cell = this many times its CPU budget
 IDLE_CPU_FRACTION = 0.05        # below this CPU/wall ratio past the backstop, the code is waiting
 WALL_S_HARD = 3600.0            # no cell or measurement runs longer than this, however busy the host
+WALL_S_PER_RUN = 300.0          # a whole notebook run (all its cells), however its time is spread over cells
 MEMORY_BYTES = 4 << 30          # resident memory of a run (cgroup); torch itself takes ~0.4 GB
 ADDRESS_SPACE_BYTES = 16 << 30  # RLIMIT_AS, only when no memory cgroup is available (torch maps a lot)
 PIDS = 128                      # processes and threads of a run (cgroup pids.max); inductor's C++ build needs a few
@@ -34,6 +35,7 @@ class Limits:
     wall_s_backstop: float = CPU_S_PER_CELL * WALL_BACKSTOP_FACTOR   # per cell / per measuring request
     idle_cpu_fraction: float = IDLE_CPU_FRACTION
     wall_s_hard: float = WALL_S_HARD
+    wall_s_per_run: float = WALL_S_PER_RUN
     memory_bytes: int = MEMORY_BYTES
     pids: int = PIDS
     output_bytes: int = OUTPUT_BYTES_PER_CELL

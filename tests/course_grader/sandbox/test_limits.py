@@ -41,6 +41,17 @@ def test_sleeping_code_hits_the_wall_clock_backstop(host):
     assert "sleepy" in result.error and "waiting" in result.error
 
 
+def test_cells_that_each_wait_under_the_backstop_are_ended_by_the_whole_run_limit(host):
+    # each cell waits 1.5 s, under its 20 s backstop; the whole run may take 4 s
+    with host.notebook_kernel(small_limits(wall_s_backstop=20.0, wall_s_per_run=4.0)) as kernel:
+        results = [kernel.run_cell("import time\ntime.sleep(1.5)", f"wait-{i}") for i in range(5)]
+    statuses = [r.status for r in results]
+    assert statuses[0] is CellStatus.OK
+    ended = next(r for r in results if r.status is CellStatus.TIMEOUT)
+    assert ended.fault is FaultKind.WALL_TIME and "whole run" in ended.error, ended
+    assert statuses[-1] is CellStatus.NOT_RUN
+
+
 def test_busy_code_is_not_stopped_by_the_wall_clock_backstop(host):
     # 2 s of CPU take longer than the 1 s backstop on any machine; a loaded one only stretches it
     with host.notebook_kernel(small_limits(cpu_s_per_cell=30, wall_s_backstop=1.0)) as kernel:
