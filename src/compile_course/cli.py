@@ -189,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["lab"]:
         from .lab import main as lab_main
         return lab_main(argv[1:])
+    if argv[:1] == ["new-exercise"]:
+        from course_grader.scaffold import main as scaffold_main
+        return scaffold_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -212,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
     sub.add_parser("workspace", help="copy new lessons and exercises into your workspace, work/ "
                    "(never overwrites your changes; see course workspace --help)")
+    sub.add_parser("new-exercise", help="start a new exercise's solution notebook (course new-exercise exNN slug TITLE)")
     sub.add_parser("lab", help="JupyterLab on your workspace, opened at lesson 01 (course lab [jupyter lab args])")
     sub.add_parser("drift",
                    help="re-run the course under another torch and report what changed (see course drift --help)")

@@ -360,8 +360,8 @@ class Run:
                 type(n) is int and 0 <= n <= len(graphs) for n in per_call) or sum(per_call) != len(graphs):
             raise ReplyError("a compile run's graph counts are malformed")
         frames = _field(data, "frames", int, 0)
-        if not 0 <= frames <= 10_000:
-            raise ReplyError("a compile run's frame count is out of range")
+        if frames != len(graphs):  # a frame is a graph the backend received: one count, never two stories
+            raise ReplyError("a compile run's frame count does not match its graphs")
         return cls([CallResult.from_data(c) for c in calls], frames, graphs, per_call,
                    [parse_break(t) for t in _texts(data, "breaks")], _texts(data, "guard_failures"),
                    _texts(data, "recompiles"))

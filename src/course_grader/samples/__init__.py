@@ -165,7 +165,7 @@ def samples_for(exercises: dict[str, Exercise]) -> dict[str, tuple[object, dict]
     for group in (_tampering(base), _bad_inputs(base), _crashes(base)):
         for student, (content, expect) in group.items():
             add(student, base, content, expect)
-    for sample in ADVERSARIAL:
+    for sample in [*ADVERSARIAL, *(s for ex in exercises.values() for s in authored_samples(ex))]:
         ex = exercises[sample.exercise]
         start = answered_notebook(ex) if sample.answered else student_notebook(ex)
         content = with_cells(start, replace=sample.replace, after=sample.after)
@@ -174,6 +174,35 @@ def samples_for(exercises: dict[str, Exercise]) -> dict[str, tuple[object, dict]
                   "points": 0 if sample.status == "flagged" else sample.points, "why": sample.why}
         add(sample.name, ex, content, expect)
     return out
+
+
+def authored_samples(ex: Exercise) -> list:
+    """The samples an instructor wrote for an exercise, in ``solutions/<exercise>.samples.json``.
+
+    ``{"name": {"points": N, "why": "...", "replace": {cell id: source}, "after": {cell id: source},
+    "answered": true, "status": "graded"}}``: the released copy, answered with the model answers
+    (``answered``, the default) or blank, with cells replaced or added after others; ``points`` is the
+    auto score it deserves. A file that does not read as that is a ``ValueError`` naming it.
+    """
+    from .adversarial import Sample
+
+    path = Path(ex.path).with_name(f"{ex.name}.samples.json")
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out = []
+        for name, spec in data.items():
+            unknown = set(spec) - {"points", "why", "replace", "after", "answered", "status"}
+            if unknown or not isinstance(spec.get("points"), (int, float)) or not isinstance(spec.get("why"), str):
+                raise ValueError(f"sample {name!r}: needs 'points' and 'why'"
+                                 + (f"; unknown keys {sorted(unknown)}" if unknown else ""))
+            out.append(Sample(name, ex.id, float(spec["points"]), spec["why"], bool(spec.get("answered", True)),
+                              dict(spec.get("replace", {})), dict(spec.get("after", {})),
+                              spec.get("status", "graded")))
+        return out
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
 
 
 def _bytes(content) -> bytes:
