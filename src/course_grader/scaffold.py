@@ -20,7 +20,7 @@ from .model import Exercise, ExerciseFormatError
 SETUP = '''from compile_course import start; start()
 
 import torch
-from compile_course.testing import Namespace, code, expect_like_reference, passed, spy
+from compile_course.testing import Namespace, code, expect_like_reference, passed, replay, spy
 
 # The test cells ask `student` about your functions. Here it is this notebook; at grading, the grader.
 student = reference = Namespace(globals())'''
