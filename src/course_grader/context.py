@@ -17,6 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+# AnswerError: the student's answer cannot be used (missing, not a literal, not allowed); its text is for
+# the student. One class with the test API's, an AssertionError: a test cell that meets it fails with it.
+from compile_course.primitives import AnswerError  # noqa: F401
+
 from .allowlist import AllowList, AllowListError, extract_function, parse_source
 
 MAX_LITERAL_NODES = 2_000
@@ -49,8 +53,6 @@ def shown(value: object, vocabulary: tuple[str, ...] = ()) -> str:
     return f"a value of type {excerpt(type(value).__name__, 30)}"
 
 
-class AnswerError(Exception):
-    """The student's answer cannot be used (missing, not a literal, not allowed). Its text is for the student."""
 
 
 @dataclass(frozen=True)
