@@ -184,13 +184,32 @@ class ReplyCache:
 
 
 class _Measurer:
-    """``ctx.measure`` for one submission: GradingHost.measure (through the run's reply cache),
-    remembering every fault."""
+    """``ctx.measure`` for one submission: GradingHost measuring children (through the run's reply
+    cache), remembering every fault.
+
+    Questions about the student's code, replays and reference questions each get their own child,
+    kept for the submission's later questions of the same kind (``GradingHost.session``): never
+    mixed, never shared with another submission. ``close()`` ends them."""
 
     def __init__(self, host, harness: str, cache: ReplyCache | None = None):
         self.host, self.harness, self.cache = host, harness, cache
         self.faults: list[tuple[str, Any]] = []
         self.seconds = 0.0
+        self.sessions: dict[str, Any] = {}
+
+    @staticmethod
+    def kind(entry: str, payload: dict) -> str:
+        if entry == "replay":
+            return "replay"
+        return "student" if payload.get("function") is not None else "reference"
+
+    def _ask(self, entry: str, payload: dict) -> dict:
+        if not hasattr(self.host, "session"):
+            return self.host.measure(self.harness, entry, payload)
+        kind = self.kind(entry, payload)
+        if kind not in self.sessions:
+            self.sessions[kind] = self.host.session()
+        return self.sessions[kind].measure(self.harness, entry, payload)
 
     def __call__(self, entry: str, payload: dict) -> dict:
         from .sandbox import SandboxFault
@@ -200,7 +219,7 @@ class _Measurer:
         try:
             if key is not None and (hit := self.cache.get(key)) is not None:
                 return hit
-            reply = self.host.measure(self.harness, entry, payload)
+            reply = self._ask(entry, payload)
             if key is not None:
                 self.cache.put(key, reply)
             return reply
@@ -209,6 +228,11 @@ class _Measurer:
             raise
         finally:
             self.seconds += time.perf_counter() - start
+
+    def close(self) -> None:
+        for session in self.sessions.values():
+            session.close()
+        self.sessions.clear()
 
 
 # ---------------------------------------------------------------- one submission
@@ -300,6 +324,8 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCach
                 for t in ex.tests], measurer.faults, measurer.seconds
     except Exception as exc:  # noqa: BLE001 - the verdict code is the grader's: its failure is a grader fault
         raise GraderError(f"{ex.id} verdict code failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    finally:
+        measurer.close()  # the submission's measuring children end with its verdicts
     by_id: dict[str, Any] = {}
     for v in got or []:
         tid = getattr(v, "test_id", None)

@@ -649,18 +649,12 @@ class GradingHost:
 
     def measure(self, harness: str, entry: str, payload: dict) -> dict:
         """``course_grader.harness.<harness>.<entry>(payload)`` in a fresh measuring child."""
-        protocol.check_json(payload)
-        run = Run(self, "measure", self.limits.cpu_s_per_cell,
-                  reveal={str(harness_dir()): str(self.harness_source)})
-        try:
-            reply: MeasureReply = run.request(Measure(harness=harness, entry=entry, payload=payload), MeasureReply,
-                                              self.limits.cpu_s_per_cell, self.limits.wall_s_backstop,
-                                              f"the measurement {harness}.{entry}")
-        finally:
-            run.close()
-        if not reply.ok or reply.reply is None:
-            raise SandboxFault(FaultKind.CRASHED, f"the measured code failed: {reply.error}")
-        return reply.reply
+        with self.session() as session:
+            return session.measure(harness, entry, payload)
+
+    def session(self) -> MeasureSession:
+        """A measuring child kept for several requests, one after the other (a context manager)."""
+        return MeasureSession(self)
 
     @contextlib.contextmanager
     def warming(self):
@@ -681,3 +675,50 @@ class GradingHost:
         world-writable (umask 0) so that any run can copy them up."""
         if self.compile_cache is not None and self.compile_cache.stat().st_uid == os.geteuid():
             os.chmod(self.compile_cache, 0o700)
+
+
+class MeasureSession:
+    """One measuring child answering a sequence of requests, each with its own CPU budget.
+
+    Starting a child costs a few tenths of a second; the questions one submission's tests ask
+    (or its replays, or its reference questions: never mixed) share one. A request that ends in a
+    fault ends the child; the next request starts a new one. Each request runs the harness afresh
+    (the child keeps no answer between requests), but a process is a process: what one request
+    changed globally, the next one sees, so never share a session between submissions.
+    """
+
+    def __init__(self, host: GradingHost):
+        self.host = host
+        self.run: Run | None = None
+        self.requests = 0
+
+    def __enter__(self) -> MeasureSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def measure(self, harness: str, entry: str, payload: dict) -> dict:
+        protocol.check_json(payload)
+        limits = self.host.limits
+        if self.run is None or self.run.closed or self.run.exit_status is not None:
+            self.close()
+            self.run = Run(self.host, "measure", limits.cpu_s_total,
+                           reveal={str(harness_dir()): str(self.host.harness_source)})
+        self.requests += 1
+        try:
+            reply: MeasureReply = self.run.request(Measure(harness=harness, entry=entry, payload=payload),
+                                                   MeasureReply, limits.cpu_s_per_cell, limits.wall_s_backstop,
+                                                   f"the measurement {harness}.{entry}")
+        except BaseException:
+            self.close()
+            raise
+        if not reply.ok or reply.reply is None:
+            self.close()
+            raise SandboxFault(FaultKind.CRASHED, f"the measured code failed: {reply.error}")
+        return reply.reply
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.close()
+            self.run = None

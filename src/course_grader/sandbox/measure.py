@@ -1,4 +1,4 @@
-"""The measuring process, child side: one request, one instructor harness call, one JSON reply.
+"""The measuring process, child side: requests, each one instructor harness call and one JSON reply.
 
 Runs in a fresh, confined worker (see ``template.worker``). Only this kind of run sees
 ``course_grader/harness`` (bound read-only into the otherwise covered grader package);
@@ -46,17 +46,19 @@ def call(request: Measure) -> MeasureReply:
 
 
 def serve(chan_fd: int, ready_nonce: str) -> None:
+    """Answer measuring requests one after the other until the grader closes the channel."""
     reader = protocol.LineReader(chan_fd)
     protocol.write_all(chan_fd, protocol.encode(Ready(nonce=ready_nonce)))
-    line = reader.read_line()
-    if line is None or protocol.message_type(line) != protocol.MessageType.MEASURE:
-        return
     server_pid = os.getpid()
-    reply = call(protocol.decode(line, Measure))
-    if os.getpid() != server_pid:   # a copy forked by the measured code: only the server replies
-        os._exit(0)
-    try:
-        data = protocol.encode(reply)
-    except protocol.ProtocolError as exc:
-        data = protocol.encode(MeasureReply(ok=False, reply=None, error=one_line(exc), nonce=reply.nonce))
-    protocol.write_all(chan_fd, data)
+    while True:
+        line = reader.read_line()
+        if line is None or protocol.message_type(line) != protocol.MessageType.MEASURE:
+            return
+        reply = call(protocol.decode(line, Measure))
+        if os.getpid() != server_pid:   # a copy forked by the measured code: only the server replies
+            os._exit(0)
+        try:
+            data = protocol.encode(reply)
+        except protocol.ProtocolError as exc:
+            data = protocol.encode(MeasureReply(ok=False, reply=None, error=one_line(exc), nonce=reply.nonce))
+        protocol.write_all(chan_fd, data)

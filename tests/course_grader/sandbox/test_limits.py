@@ -177,3 +177,22 @@ def test_grader_faults_are_raised_not_returned(host, monkeypatch):
         with host.notebook_kernel():
             pass
     assert info.value.kind is FaultKind.GRADER and not info.value.kind.student_fault
+
+
+def test_a_session_answers_several_requests_and_a_fault_ends_only_its_child(host):
+    limited = host.__class__.__new__(host.__class__)
+    limited.__dict__.update(host.__dict__)
+    limited.limits = small_limits()
+    with limited.session() as session:
+        first = session.measure("probe", "double", {"n": 2})
+        pid = session.run.init_pid
+        second = session.measure("probe", "double", {"n": 4})
+        assert protocol.decode_tensor(first["y"]).tolist() == [[0.0], [2.0]]
+        assert protocol.decode_tensor(second["y"]).tolist() == [[0.0, 2.0], [4.0, 6.0]]
+        assert session.run.init_pid == pid and session.requests == 2   # one child answered both
+        with pytest.raises(SandboxFault) as fault:
+            session.measure("probe", "spin", {})
+        assert fault.value.kind is FaultKind.CPU_TIME
+        assert session.run is None                                     # the faulty child is gone
+        assert "y" in session.measure("probe", "double", {"n": 2})     # answered by a new one
+    assert runs_alive(host) == []
