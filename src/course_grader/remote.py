@@ -25,6 +25,7 @@ from compile_course.testing import code, spy
 
 from . import graphcheck
 from .allowlist import AllowList, AllowListError, extract_function, parse_source
+from .context import AnswerError as ContextAnswerError
 from .context import GradeContext, excerpt
 
 DEFAULT_PROVIDED = frozenset({"torch", "nn"})
@@ -164,7 +165,10 @@ class RemoteNamespace:
         if where is None:
             raise AnswerError(f"{name} is not defined in your answer cells: replace the "
                               f"`raise NotImplementedError(...)` line with `{name} = ...`")
-        value = self.ctx.literal(where[0], name)
+        try:
+            value = self.ctx.literal(where[0], name)
+        except ContextAnswerError as exc:  # not a literal, too large or deep: the test fails with its message
+            raise AnswerError(str(exc)) from None
         try:
             return measure.from_data(measure.to_data(value))
         except (ReplyError, RecursionError, ValueError, MemoryError) as exc:
