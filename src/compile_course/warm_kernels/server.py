@@ -32,7 +32,7 @@ import threading
 # The course's log policy is set before torch is imported, as a notebook's first cell does.
 PRELOAD = ["compile_course.quiet", "torch", "torch._dynamo", "torch._dynamo.testing",
            "torch._inductor.compile_fx", "torch._inductor.codecache", "functorch.compile",
-           "compile_course.checks", "matplotlib", "IPython", "ipykernel.kernelapp"]
+           "compile_course.checks", "compile_course.testing", "matplotlib", "IPython", "ipykernel.kernelapp"]
 PR_SET_PDEATHSIG = 1
 REQUEST_BYTES = 1 << 20
 

@@ -36,7 +36,8 @@ from course_grader.sandbox import confine, kernel, measure  # noqa: E402  (loade
 
 STUDENT_MODULES = ["compile_course", "compile_course.comparison", "compile_course.diagnostics",
                    "compile_course.timing", "compile_course.boundary", "compile_course.session",
-                   "compile_course.quiet", "compile_course.checks"]
+                   "compile_course.quiet", "compile_course.checks", "compile_course.primitives",
+                   "compile_course.testing"]
 SPAWN_BYTES = 1 << 20            # one spawn request (a hide list of paths) fits easily
 PRELOAD = ["torch", "torch._dynamo", "torch._dynamo.testing", "torch._inductor.compile_fx",
            "torch._inductor.codecache", "IPython.core.interactiveshell", "traitlets.config",
