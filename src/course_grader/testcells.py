@@ -10,7 +10,9 @@ and ``passed`` recording the cell's message. A cell passes when it ends without 
 * any other exception fails it too, saying the test could not check the answer: a student's answer
   is never a grader fault. A test that fails on the model answer stops the run at warm-up, so
   an instructor's mistake is still caught, before any student is graded;
-* a measuring fault (``SandboxFault``) goes to the platform, which re-runs the submission alone.
+* a measuring fault caused by the student's code (CPU, memory, a crash) fails that test with its
+  reason; the platform has recorded it and re-runs the submission alone once before it counts. A
+  grader fault goes to the platform.
 """
 
 from __future__ import annotations
@@ -56,8 +58,18 @@ def run_test(source: str, test_id: str, namespace: dict, student: RemoteNamespac
                  print=_quiet_print)
     try:
         exec(compile(source, f"<test {test_id}>", "exec"), scope)  # noqa: S102 - the instructor's test cell
-    except SandboxFault:
-        raise
+    except SandboxFault as fault:
+        # the student's code used up a limit in a question this test asked: this test fails, the
+        # others keep their verdicts (the platform has recorded the fault and re-runs the submission
+        # alone once before it counts); a grader fault stops the submission
+        from .orchestrate import STUDENT_FAULT_TEXT
+        from .status import FaultKind
+
+        kind = FaultKind(fault.kind)
+        if not kind.student_fault:
+            raise
+        return TestVerdict(test_id, False, f"your code {STUDENT_FAULT_TEXT.get(kind, str(kind))}: "
+                                           f"{str(fault.detail)[:300]}")
     except AssertionError as exc:
         return TestVerdict(test_id, False, _message(exc)[:MAX_MESSAGE])
     except (RecursionError, MemoryError) as exc:
