@@ -25,7 +25,7 @@ from compile_course.testing import Namespace, code, expect_like_reference, passe
 # The test cells ask `student` about your functions. Here it is this notebook; at grading, the grader.
 student = reference = Namespace(globals())'''
 
-STATEMENT = """# {id}: {title}
+STATEMENT = """# Exercise {n}: {title}
 
 Say what to do, what is given, and how the answer is checked (the public test below is the
 student's self-check; the hidden test runs at grading only)."""
@@ -74,7 +74,7 @@ def new_exercise(solutions: Path, number: str, slug: str, title: str) -> tuple[P
         raise FileExistsError(f"{taken[0]} exists: choose another number")
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        _cell("locked", f"{number}-intro", STATEMENT.format(id=number, title=title), "markdown"),
+        _cell("locked", f"{number}-intro", STATEMENT.format(n=int(number[2:]), title=title), "markdown"),
         _cell("locked", f"{number}-setup", SETUP, setup=True),
         _cell("locked", f"{number}-given", GIVEN, setup=True),
         _cell("solution", f"{number}-answer", SOLUTION),

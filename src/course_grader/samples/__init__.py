@@ -1,6 +1,7 @@
 """The bundled sample submissions, generated from the instructor's solutions.
 
     python -m course_grader.samples [--solutions DIR] [--out DIR]   (default: tests/samples/submissions)
+    python -m course_grader.samples --out DIR --check GRADED [--exercise exNN]   (compare a grading run)
 
 Writes ``SAMPLE__exNN_slug.ipynb`` files (the sample's name is the student id) and
 ``expected.json``: what the grader must conclude for each (``status``; ``score``
@@ -227,13 +228,38 @@ def make_samples(solutions_dir: Path, out_dir: Path) -> dict[str, dict]:
     return expected
 
 
+def check_graded(samples: Path, graded: Path, exercise: str | None = None) -> int:
+    """Print every sample whose grade differs from its expected.json entry; 0 when none does."""
+    from ..gradebook import Gradebook
+    from ..orchestrate import check_expectations
+
+    expected = json.loads((Path(samples) / "expected.json").read_text(encoding="utf-8"))
+    if exercise:
+        expected = {name: e for name, e in expected.items() if f"__{exercise}_" in name}
+    book_path = Path(graded) / "gradebook.sqlite"
+    if not book_path.is_file():
+        print(f"no gradebook in {graded}: grade the samples first (course grade {samples} --out {graded})")
+        return 2
+    problems = check_expectations(Gradebook(book_path), expected)
+    for line in problems:
+        print(line)
+    print(f"{len(expected)} samples expected, {len(problems)} differ")
+    return 1 if problems else 0
+
+
 def main(argv=None) -> int:
     from compile_course.paths import ROOT  # noqa: PLC0415
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--solutions", type=Path, default=ROOT / "solutions")
     p.add_argument("--out", type=Path, default=ROOT / "tests" / "samples" / "submissions")
+    p.add_argument("--check", type=Path, metavar="GRADED",
+                   help="instead of writing samples: compare the gradebook of a `course grade --out GRADED` "
+                        "run over the samples in --out with their expected.json (exit 1 on any difference)")
+    p.add_argument("--exercise", help="with --check: only this exercise's samples (exNN)")
     args = p.parse_args(argv)
+    if args.check is not None:
+        return check_graded(args.out, args.check, args.exercise)
     expected = make_samples(args.solutions, args.out)
     print(f"{len(expected)} samples -> {args.out}")
     return 0
