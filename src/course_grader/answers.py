@@ -7,8 +7,8 @@ that is neither (an investigation loop) is read by no verdict. An ``answer`` cel
 that a person reviews.
 
 Whether an answer is given is decided by the grader's own parsers: ``GradeContext.literal`` and
-``GradeContext.function_source`` with the exercise's allow-list (``ALLOWED`` of its verdict
-module), so the reason shown here is the one the verdict will give. An answer that still holds
+``GradeContext.function_source`` with the allow-list the grader gives that cell
+(``remote.allowlist_for``), so the reason shown here is the one the verdict will give. An answer that still holds
 the release's stub, or the answer prompt, is not answered. Nothing here runs student code.
 """
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from .allowlist import AllowListError, parse_source
 from .context import AnswerError, GradeContext
-from .exercises import module_for
 from .integrity import Checked, normalized
 from .model import ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise
 from .release import ANSWER_PROMPT, stub_line
@@ -101,11 +100,12 @@ def _no_measure(entry: str, payload: dict) -> dict:
 def answer_states(ex: Exercise, checked: Checked) -> list[AnswerState]:
     """One ``AnswerState`` per :func:`asked` item, judged from ``checked`` (``integrity.check``'s result)."""
     ctx = GradeContext(ex, dict(checked.cells), _no_measure)
-    module = module_for(ex.id)
-    allowed = getattr(module, "ALLOWED", None)
+    from .remote import allowlist_for
+
     states = []
     for item in asked(ex):
-        states.append(_state(ex, item, checked, ctx, allowed))
+        cell = ex.cell(item.cell_id)
+        states.append(_state(ex, item, checked, ctx, allowlist_for(ex, cell.allow)))
     return states
 
 

@@ -32,12 +32,21 @@ DEFAULT_PROVIDED = frozenset({"torch", "nn"})
 DEFAULT_IMPORTS = frozenset({"time", "copy"})
 
 
+def _parse(source: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse`` under ``integrity``'s lock: CPython 3.11's AST constructor keeps its recursion depth in
+    shared state, so two grader threads parsing at once can fail ("AST constructor recursion depth mismatch")."""
+    from .integrity import _PARSE_LOCK
+
+    with _PARSE_LOCK:
+        return ast.parse(source, mode=mode)
+
+
 def setup_names(sources: list[str]) -> frozenset[str]:
     """Every top-level name the setup cells bind (defs, classes, assignments, imports)."""
     names: set[str] = set()
     for source in sources:
         try:
-            tree = ast.parse(source)
+            tree = _parse(source)
         except SyntaxError:
             continue
         for node in tree.body:
@@ -50,13 +59,23 @@ def setup_names(sources: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+def allowlist_for(exercise, allow: tuple[str, ...] = ()) -> AllowList:
+    """What a student's function may name: torch, ``nn``, every name the setup cells bind, safe
+    builtins, and a solution cell's ``allow`` list (dotted names; builtin names)."""
+    from .allowlist import SAFE_BUILTINS
+
+    return AllowList(provided=DEFAULT_PROVIDED | setup_names(list(exercise.setup_sources)), imports=DEFAULT_IMPORTS,
+                     dotted=frozenset(a for a in allow if "." in a),
+                     builtins=SAFE_BUILTINS | frozenset(a for a in allow if "." not in a))
+
+
 class _Shipped:
     """The test cell's own top-level defs and classes, sent to a child under neutral names."""
 
     def __init__(self, test_source: str):
         self.defs: dict[str, ast.AST] = {}
         try:
-            tree = ast.parse(test_source)
+            tree = _parse(test_source)
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
         for node in tree.body:
@@ -67,7 +86,7 @@ class _Shipped:
     def expression(self, text: str) -> tuple[str, list[str]]:
         """``(the expression with shipped names replaced, the shipped definitions it needs)``."""
         try:
-            tree = ast.parse(text, mode="eval")
+            tree = _parse(text, mode="eval")
         except SyntaxError as exc:
             raise ValueError(f"code({text!r}) is not an expression: {exc.msg}") from None
         needed = self._needed(tree)
@@ -190,17 +209,12 @@ class RemoteNamespace:
             checked = extract_function(source, name, allowed, where=cid)
         except AllowListError as exc:
             raise AnswerError(str(exc)) from None
-        fn = next(n for n in ast.parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        fn = next(n for n in _parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
         self._params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         return {"source": checked, "allow": self._allow_data(allow)}
 
     def _allowlist(self, allow: tuple[str, ...]) -> AllowList:
-        from .allowlist import SAFE_BUILTINS
-
-        dotted = frozenset(a for a in allow if "." in a)
-        extra = frozenset(a for a in allow if "." not in a)
-        return AllowList(provided=self._allow_base["provided"], imports=self._allow_base["imports"],
-                         dotted=dotted, builtins=SAFE_BUILTINS | extra)
+        return allowlist_for(self.ctx.exercise, allow)
 
     def _allow_data(self, allow: tuple[str, ...]) -> dict:
         return {"provided": sorted(self._allow_base["provided"]), "imports": sorted(self._allow_base["imports"]),

@@ -91,9 +91,9 @@ def test_check_reports_what_the_grader_records(samples, tmp_path, capsys, exerci
             assert f"REJECTED: {row['reason']}" in out
         for flag in json.loads(row["flags"]):
             assert f"FLAG {flag}" in out
-    # a partial answer: one public test passed, one failed, both shown
+    # a partial answer: the answered half's tests passed, the other half's failed, all shown
     partial = {t["test_id"]: t["status"] for t in tests["partial__ex02_diagnose.ipynb"]}
-    assert sorted(partial.values()) == ["failed", "passed"]
+    assert set(partial.values()) == {"failed", "passed"}
 
 
 def test_check_without_root_runs_unconfined_and_hides_hidden_messages(tmp_path, capsys, monkeypatch, fake_host,
