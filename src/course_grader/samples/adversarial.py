@@ -128,7 +128,8 @@ SAMPLES: list[Sample] = [
                                    "BREAKS = live_breaks(FUNCTIONS, EXAMPLE)"}),
     Sample("adv-comprehension-answer", "ex02", 3, "BREAKS as a comprehension: not a literal",
            replace={"ex02-breaks": "BREAKS = {name: None for name in FUNCTIONS}"}),
-    Sample("adv-trusts-explain", "ex02", 3, "answers what explain shows: print and log.info 'no break' (wrong)",
+    Sample("adv-trusts-explain", "ex02", 4, "answers what explain shows: print and log.info 'no break' (wrong): "
+           "well formed (1 of 3 for BREAKS), but torch's graph_breaks log disagrees (0 of 2)",
            replace={"ex02-breaks": 'BREAKS = {"scale_and_report": None, "scale_by_total": "item", '
                                    '"flip_if_negative": "data-dependent branch", "clipped": None, '
                                    '"logged_scale": None}'}),
@@ -153,6 +154,14 @@ SAMPLES: list[Sample] = [
     Sample("honest-warmup-two-sizes", "ex03", 8, "warm_up calls two batch sizes: automatic dynamic, 2 compilations",
            replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "for n in (2, 3):",
                                         "    compiled_h(torch.randn(n, 8))")}),
+    Sample("honest-one-wrong-prediction", "ex03", 6, "PREDICTED_A forgets 0/1 specialisation: well formed "
+           "(public form test passes), the hidden comparison fails",
+           replace={"ex03-predict-a": "PREDICTED_A = [1, 0, 1, 0, 1, 1, 1, 0]"}),
+    Sample("honest-warmup-no-grad", "ex03", 6, "warm_up marks the batch dynamic but calls under no_grad: "
+           "the grad-mode guard makes serving (grad enabled) recompile",
+           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "x = torch.randn(4, 8)",
+                                        "torch._dynamo.mark_dynamic(x, 0)", "with torch.no_grad():",
+                                        "    compiled_h(x)")}),
     # ------------------------------------------------------------------ ex04
     Sample("adv-always-true", "ex04", 0, "a fixture that accepts everything: every graded test mixes faults in",
            replace={"ex04-fixture": _fn(FIXTURE, "return True")}),
@@ -161,7 +170,8 @@ SAMPLES: list[Sample] = [
     Sample("adv-detect-compiled", "ex04", 0, "judges by what the candidate looks like (repr), not what it does",
            replace={"ex04-fixture": _fn(FIXTURE, "text = repr(candidate)",
                                         "return 'Optimized' in text or 'compile' in text")}),
-    Sample("adv-orig-mod-probe", "ex04", 0, "hasattr(candidate, '_orig_mod'): rejected by the allow-list",
+    Sample("adv-orig-mod-probe", "ex04", 0,
+           "hasattr(candidate, '_orig_mod'): allowed, but False for every candidate (all wrapped alike)",
            replace={"ex04-fixture": _fn(FIXTURE, "return hasattr(candidate, '_orig_mod')")}),
     Sample("adv-call-counter", "ex04", 0,
            "a mutable default counts calls to answer by position: order is random, state is fresh",
@@ -184,12 +194,23 @@ SAMPLES: list[Sample] = [
                                        "        'boundary': {'backend': backend, 'fullgraph': True, 'dynamic': False,",
                                        "                     'inputs': 'x: float32[256, 1024]', "
                                        "'diagnostics': ['made up']}}")}),
-    Sample("adv-flattered-speedup", "ex05", 3, "times honestly, then divides the compiled figure by 10",
+    Sample("adv-flattered-speedup", "ex05", 1, "times honestly, then divides the compiled figure by 10: an "
+           "invented 10x speedup, outside the factor of 5 around the grader's own timing (only the boundary holds)",
            replace={"ex05-answer": _timing("compiled_fastest = compiled_fastest / 10")}),
     Sample("adv-cache-always-cold", "ex05", 3, "reports a cold cache whatever happened",
            replace={"ex05-answer": _timing(cache="'cold'")}),
     Sample("adv-no-none-for-eager", "ex05", 3, "claims a speedup for backend='eager' too",
            replace={"ex05-answer": _timing(speedup="eager_fastest / compiled_fastest")}),
+    Sample("adv-widened-gaps", "ex05", 1, "sleeps inside every timed steady eager call: v2 accepted any figure "
+           "that fit the gap around a call, so widened gaps got 5/5 (25.8x and 367.8x claimed); the grader's own "
+           "eager timing shows it (only the boundary holds)",
+           replace={"ex05-answer": _timing("\n    ".join([
+               "def padded(f):",
+               "    start = time.perf_counter()",
+               "    time.sleep(0.02)",
+               "    f(x)",
+               "    return time.perf_counter() - start",
+               "eager_fastest = min(padded(fn) for _ in range(10))"]))}),
     Sample("honest-perf-counter-ns", "ex05", 5,
            "honest timing written differently (perf_counter_ns, sorted lists, helper)",
            replace={"ex05-answer": _fn("time_and_record(fn, x, backend)",
@@ -223,7 +244,8 @@ SAMPLES: list[Sample] = [
 ]
 
 SAMPLES.append(
-    Sample("adv-time-tiny-input", "ex05", 3, "reports the compiled steady time measured on a 1-element slice of x",
+    Sample("adv-time-tiny-input", "ex05", 1, "reports the compiled steady time measured on a 1-element slice of "
+           "x: its speedup is invented too (only the boundary holds)",
            replace={"ex05-answer": _timing("\n    ".join([
                "small = x[:1, :1]",
                "compiled(small)",
