@@ -8,6 +8,7 @@ collect_ignore_glob = ["tests/samples/*", "tests/fixtures/*"]
 # Timing cells (volatile, never compared) sample for a tenth of their time under test; the
 # kernels nbval starts inherit this (compile_course.timing.measure reads it).
 import os  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -109,14 +110,30 @@ def pytest_terminal_summary(terminalreporter, config):
 
 @pytest.fixture(scope="session")
 def seed_compiled_kernels():
-    """``seed(folder)``: the ex05 harness's copy of this machine's inductor cache (compiled C++:
+    """``seed(folder)``: a copy of this machine's inductor cache (compiled C++:
     kernels and inductor's ISA probes; none of its compiled graphs) into a new cache ``folder``.
 
     A test that needs an FX graph cache miss in a fresh cache folder then pays for the miss, not for
     five g++ ISA probes and their dlopen checks (~5 CPU-s) again. The folder still misses every graph;
     with an empty default cache (a new machine) it is simply cold all through, as before.
     """
-    from course_grader.harness.ex05 import copy_compiled_kernels
+    import shutil
+
+    import torch._inductor.runtime.cache_dir_utils as cache_dir_utils
+
+    limit, not_copied = 256 << 20, ("fxgraph", "aotautograd", "locks", "precompiled_headers")  # headers: 158 MB
+
+    def copy_compiled_kernels(target):
+        base = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_dir_utils.default_cache_dir())
+        try:
+            entries = [p for p in base.iterdir() if p.name not in not_copied]
+            size = sum(f.stat().st_size for p in entries for f in ([p] if p.is_file() else p.rglob("*"))
+                       if f.is_file())
+            if size <= limit:
+                for p in entries:
+                    (shutil.copytree if p.is_dir() else shutil.copy2)(p, target / p.name)
+        except OSError:
+            pass  # no usable host cache: the C++ kernel is compiled too, which only takes longer
 
     def seed(folder):
         folder.mkdir(parents=True, exist_ok=True)

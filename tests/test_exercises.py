@@ -2,7 +2,7 @@
 
 The unanswered runs start Jupyter kernels (one per exercise). The public test
 cells are self-checks in the student's kernel (grades come from
-``course_grader.exercises``, tested in tests/course_grader/exercises/). The
+the same cells, run by the grader: tests/course_grader/exercises/). The
 answered case needs no kernel of its own: it is the solution notebook, which
 ``pytest --nbval`` re-executes.
 """

@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
     sub.add_parser("workspace", help="copy new lessons and exercises into your workspace, work/ "
                    "(never overwrites your changes; see course workspace --help)")
-    sub.add_parser("new-exercise", help="start a new exercise's solution notebook (course new-exercise exNN slug TITLE)")
+    sub.add_parser("new-exercise",
+                   help="start a new exercise's solution notebook (course new-exercise exNN slug TITLE)")
     sub.add_parser("lab", help="JupyterLab on your workspace, opened at lesson 01 (course lab [jupyter lab args])")
     sub.add_parser("drift",
                    help="re-run the course under another torch and report what changed (see course drift --help)")

@@ -6,7 +6,7 @@ student code itself: data answers are parsed with ``ast.literal_eval``, code
 answers are cut out of their cell and checked by ``course_grader.allowlist``
 before anything can send them to a measuring process.
 
-What it does not do: decide. ``course_grader.exercises.exNN.grade`` compares
+What it does not do: decide. The exercise's test cells (``course_grader.testcells``) compare
 what it gets here with references it computes itself.
 """
 

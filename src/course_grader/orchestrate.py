@@ -10,7 +10,7 @@ Called by ``course grade`` (cli.py), by the sample grading of ``course run``
 3. **feedback run**: the assembled notebook (locked code and the student's cells; no test
    cell, never a hidden test) runs in ``host.notebook_kernel()``. Its output
    and errors are shown to the student and never change a score;
-4. **verdicts**: ``course_grader.exercises.<exNN>.grade(GradeContext(...))`` computes
+4. **verdicts**: ``course_grader.testcells.grade(GradeContext(...))`` runs the exercise's test cells, which compute
    one ``TestVerdict`` per graded test cell in this (trusted) process, from data
    replied by measuring children. A hidden test keeps only id, points and pass/fail.
 
@@ -511,7 +511,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
 
     ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
     exist for tests; by default they are the sandbox's ``GradingHost`` and
-    ``course_grader.exercises.<exNN>``. ``store`` keeps the warm-up between runs
+    the exercise's test cells (``course_grader.testcells``). ``store`` keeps the warm-up between runs
     (``cache_store``): by default ``cache_store.default_store()`` with the real host and verdicts, and
     none with test doubles, whose warm-up proves nothing about the real ones.
     ``executor`` (``course_grader.cluster.DaskExecutor``) grades on a cluster's workers instead

@@ -250,7 +250,7 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
     """The grader's ``grade_one`` on this file, without the feedback run: an ``Attempt`` (hidden
     tests' messages already dropped by ``orchestrate.verdicts``). ``host_factory(hide, compile_cache,
     limits)`` and ``verdict_for`` exist for tests, as in ``grade_class``; by default the sandbox's
-    ``GradingHost`` and ``course_grader.exercises.<exNN>``. Raises ``GraderError``."""
+    ``GradingHost`` and the exercise's test cells. Raises ``GraderError``."""
     from . import cache_store
     from .orchestrate import ReplyCache, _default_host, _Job, _verdict_module, grade_one, instructor_paths
 

@@ -57,7 +57,7 @@ class RunSpec:
     grader_key: str                  # the client's; a worker with other grader code refuses to grade
     runtime: str                     # the client's Python and torch (``runtime()``); a worker must match
     host_factory: object = None      # None: the sandbox's GradingHost (tests pass a fake)
-    verdict_for: object = None       # None: course_grader.exercises.<exNN>
+    verdict_for: object = None       # None: the exercise's test cells (course_grader.testcells)
     unconfined: bool = False         # --unconfined: a worker that is not root grades anyway
     exercise_hashes: tuple = ()      # ((id, sha256), ...) of every exercise: the stored compile cache's key
     key: str = field(default="", compare=False)

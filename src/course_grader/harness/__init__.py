@@ -1,8 +1,6 @@
-"""Instructor code that runs *inside* a sandboxed measuring process.
-
-``course_grader.harness.exNN.<entry>(payload) -> dict`` builds the inputs and
-candidates, runs the student's allow-listed function source on them, and
-returns data only: JSON primitives and tensors encoded by
-``course_grader.protocol.encode_tensor``. It never decides a verdict; the
-matching ``course_grader.exercises.exNN.grade`` does, in the grader's process.
+"""What runs *inside* a sandboxed measuring child: ``child`` (``serve``: the exercise's setup cells,
+the student's allow-listed function, one question answered with ``compile_course.primitives``;
+``replay``: a validated graph, no student code) and ``allowlist``, with which the child checks a
+source again before it runs it. It returns data only and never decides a verdict: the exercise's
+test cells do, in the grader's process (``course_grader.testcells``).
 """

@@ -1,7 +1,8 @@
 """Fixtures for the exercises' test cells, graded v3-style, with a fake ``measure`` that runs the child in-process.
 
 ``grade_with(exercise_id, cells)`` runs the exercise's test cells (``course_grader.testcells.grade``)
-on a ``GradeContext`` whose ``measure`` calls ``course_grader.harness.child.<entry>`` in this process, with the payload and
+on a ``GradeContext`` whose ``measure`` calls ``course_grader.harness.child.<entry>`` in this process,
+with the payload and
 the reply sent through JSON and ``protocol.check_json`` as the sandbox would. Its
 successful replies are kept in one ``orchestrate.ReplyCache`` per test process, as a
 grading run keeps them: a payload without student code (a reference measurement, ex02's

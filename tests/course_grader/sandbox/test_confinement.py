@@ -121,7 +121,7 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(hiding_host):
 
 def test_grader_package_cannot_be_imported_by_the_kernel(host):
     with host.notebook_kernel() as kernel:
-        for module in ("course_grader.exercises", "course_grader.harness", "course_grader.model"):
+        for module in ("course_grader.testcells", "course_grader.harness", "course_grader.model"):
             result = kernel.run_cell(f"import {module}")
             assert result.status is CellStatus.ERROR and "ModuleNotFoundError" in result.error, (module, result)
 
