@@ -47,7 +47,7 @@ def test_console_script_help():
     assert proc.returncode == 0, proc.stderr
     for command in ("run", "execute", "release", "grade"):
         assert command in proc.stdout
-    choices = re.search(r"\{([a-z,]+)\}", proc.stdout).group(1).split(",")
+    choices = re.search(r"\{([a-z,-]+)\}", proc.stdout).group(1).split(",")
     assert "run" in choices and "render" not in choices  # the course's one HTML is the site (make site / course run)
 
 

@@ -26,7 +26,7 @@ from . import _bytes, samples_for
 # The kinds of bundled sample, in the order the demo grades them (a sample's kind is its name up
 # to the first "-": correct, tamper-edit-test, adv-exec-source, ...). A kind not listed here is
 # still graded, after these; tests/course_grader/test_samples_demo.py fails until it is listed.
-KINDS = ("correct", "partial", "unanswered", "tamper", "bad", "crash", "adv", "honest")
+KINDS = ("correct", "partial", "unanswered", "wrong", "tamper", "bad", "crash", "adv", "hostile", "honest")
 DEMO_CPU_S_PER_CELL = 5
 # CPU-s per cell and per measuring request; the wall backstop scales with it (Limits.scaled)
 DEMO_LIMITS = Limits.scaled(DEMO_CPU_S_PER_CELL)
