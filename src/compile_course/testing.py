@@ -116,12 +116,18 @@ class Namespace:
                 for c in calls]
 
     def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
-                dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> Run:
-        """``torch.compile(name, ...)`` once, called on each argument tuple of ``calls`` in turn."""
+                dynamic: bool | None = None, stance: str | None = None, grad: bool = False, like=None) -> Run:
+        """``torch.compile(name, ...)`` once, called on each argument tuple of ``calls`` in turn.
+
+        ``like``: the reference the function must agree with. At grading, a graph the student's
+        process reports is then also re-run on new inputs and compared with ``like``; give it
+        whenever a test awards points for a capture (here, in the notebook, nothing needs checking).
+        """
         return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False)[0]
 
     def compile_each(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
-                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> list[Run]:
+                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False,
+                     like=None) -> list[Run]:
         """Like :meth:`compile`, compiled afresh (Dynamo's caches emptied) for each call: one :class:`Run` a call."""
         return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True)
 
@@ -204,7 +210,8 @@ def expect_like_reference(target, name: str, reference, cases: list[tuple[str, t
         group = [c for c in cases if any(isinstance(a, torch.Tensor) and a.requires_grad for a in c[1]) == grad]
         if not group:
             continue
-        runs = target.compile_each(name, *(args for _, args in group), grad=grad, **compile_options)
+        runs = target.compile_each(name, *(args for _, args in group), grad=grad, like=reference,
+                                   **compile_options)
         expect_agreement(reference, group, [r.calls[0] for r in runs], f"compiled, {what}", grad=grad)
         if eager:
             results = target.call_each(name, *(args for _, args in group), grad=grad)

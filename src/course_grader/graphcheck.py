@@ -32,8 +32,9 @@ DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook
                             "backward", "retain_grad", "share_memory_", "pin_memory", "cuda", "to_sparse",
                             "untyped_storage", "storage", "set_", "resize_", "data_ptr", "tolist", "numpy",
                             "item", "__reduce_ex__", "__setstate__"})
+# no "tensor": a graph Dynamo captures from a function of its arguments holds no tensor constants
 ARG_KEYS = frozenset({"node", "list", "tuple", "slice", "ellipsis", "device", "memory_format", "layout", "kwargs",
-                      "tensor", "requires_grad", "marks", "float", "dtype", "dict", "object"})
+                      "float", "dtype", "dict", "object"})
 
 
 def resolve(qualified: str):
@@ -172,3 +173,64 @@ def disagreement(reply: Any, reported: CallResult, grad: bool) -> str | None:
                 return None
             return "gives the reported output but other gradients"
     return "does not give the output that was reported"
+
+
+def secret_generator() -> torch.Generator:
+    """Random values no child can predict: a generator seeded from the operating system."""
+    import secrets
+
+    return torch.Generator().manual_seed(secrets.randbits(62))
+
+
+def new_inputs(args: tuple, rng: torch.Generator) -> tuple:
+    """Arguments like ``args`` (same shapes, dtypes and ``requires_grad``) with new random values."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if a.is_floating_point():
+                t = (2 * torch.randn(a.shape, generator=rng, dtype=torch.float64)).to(a.dtype)
+            elif a.dtype is torch.bool:
+                t = torch.rand(a.shape, generator=rng) > 0.5
+            else:
+                t = torch.randint(-5, 6, a.shape, generator=rng).to(a.dtype)
+            out.append(t.requires_grad_(a.requires_grad))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def fresh_copies(args: tuple) -> tuple:
+    return tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+                 for a in args)
+
+
+def disagreement_with_reference(reply: Any, expected: CallResult, grad: bool) -> str | None:
+    """None when the replay's outputs include one that agrees with the reference's (the course's
+    comparison rules: ``compile_course.comparison.compare_tensors``), gradients too with ``grad``."""
+    from compile_course.comparison import compare_tensors
+
+    if type(reply) is not dict or set(reply) != {"outputs", "grads", "error"}:
+        return "gave no readable result"
+    if reply["error"] is not None:
+        return f"failed ({str(reply['error'])[:120]})"
+    try:
+        outputs = measure.from_data(reply["outputs"])
+        grads = measure.from_data(reply["grads"])
+    except (ReplyError, RecursionError, ValueError) as exc:
+        return f"gave no readable result ({exc})"
+    if type(outputs) is not list or type(grads) is not list or len(grads) != len(outputs) \
+            or not isinstance(expected.value, torch.Tensor):
+        return "gave no readable result"
+    for out, out_grads in zip(outputs, grads, strict=True):
+        if not isinstance(out, torch.Tensor) or not compare_tensors(expected.value, out).ok:
+            continue
+        if not grad:
+            return None
+        wanted = expected.grads or []
+        if type(out_grads) is list and len(out_grads) == len(wanted) and all(
+                (w is None and g is None) or (w is not None and g is not None
+                                              and compare_tensors(w, g, signed_zeros=False).ok)
+                for g, w in zip(out_grads, wanted, strict=True)):
+            return None
+        return "gives other gradients"
+    return "gives other values"

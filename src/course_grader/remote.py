@@ -257,14 +257,15 @@ class RemoteNamespace:
         return [CallResult.from_data(r) for r in results]
 
     def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
-                dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> Run:
-        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False)[0]
+                dynamic: bool | None = None, stance: str | None = None, grad: bool = False, like=None) -> Run:
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False, like=like)[0]
 
     def compile_each(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
-                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False) -> list[Run]:
-        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True)
+                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False,
+                     like=None) -> list[Run]:
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True, like=like)
 
-    def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh) -> list[Run]:
+    def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh, like) -> list[Run]:
         shipped = _Shipped(self.test_source)
         wire = [self._args(tuple(c), shipped) for c in calls]
         options = {"backend": str(backend), "fullgraph": bool(fullgraph), "dynamic": dynamic,
@@ -275,40 +276,68 @@ class RemoteNamespace:
             raise ReplyError("the measuring process replied with the wrong number of compile runs")
         runs = [Run.from_data(r) for r in runs]
         if self.student:
-            self._verify(runs, calls, fresh, grad)
+            self._verify(runs, calls, fresh, grad, fullgraph, like)
         return runs
 
-    def _verify(self, runs: list[Run], calls: tuple, fresh: bool, grad: bool) -> None:
-        """Re-run each call's one reported graph on the test's own inputs, in one child that runs no
-        student code; it must give the reported output (and gradients). A call reported as one graph
-        that cannot be replayed, or disagrees, fails the test."""
+    def _verify(self, runs: list[Run], calls: tuple, fresh: bool, grad: bool, fullgraph: bool, like) -> None:
+        """Check every graph a call reports against a re-run of it, in one child that runs no student code.
+
+        * A call reported as one captured graph (or, under ``fullgraph=True``, as reusing the run's
+          graph) must get the reported output and gradients when that graph is re-run on the same
+          inputs. Under ``fullgraph=True`` a call that succeeded must have a graph.
+        * With ``like`` (the test's reference, here in the grader), the graph is also re-run on new
+          inputs that the child never saw (same shapes, dtypes and ``requires_grad``, random values
+          from a secret seed) and must agree with ``like`` on them: a graph that only replays the
+          answers it was asked about (constants) fails.
+        """
         per_call = [(run, 0, calls[i]) for i, run in enumerate(runs)] if fresh else \
             [(runs[0], i, c) for i, c in enumerate(calls)]
-        graph_index: dict[int, int] = {}
-        items, checked = [], []
+        seen: dict[int, int] = {}
+        current: dict[int, dict] = {}
+        items, checks = [], []
+        rng = graphcheck.secret_generator()
         for number, (run, i, args) in enumerate(per_call, 1):
-            start = graph_index.get(id(run), 0)
+            start = seen.get(id(run), 0)
             count = run.graphs_per_call[i]
-            graph_index[id(run)] = start + count
+            seen[id(run)] = start + count
+            if count:
+                current[id(run)] = run.graphs[start + count - 1]
             result = run.calls[i]
-            if count != 1 or not result.ok:
+            if not result.ok:
                 continue
-            graph = run.graphs[start]
+            if fullgraph and (count > 1 or id(run) not in current):
+                raise ReplyError(f"call {number}: reported as compiled with fullgraph=True, but with "
+                                 f"{count} graphs of its own and none before it")
+            if count != 1 and not fullgraph:
+                continue   # no graph, or several with breaks between them: a claim that earns nothing
+            graph = current[id(run)]
             problem = graphcheck.validate(graph)
             if problem:
                 raise ReplyError(f"call {number}: the graph reported for it cannot be checked ({problem})")
             items.append({"graph": graph, "args": [measure.to_data(a) for a in args]})
-            checked.append((number, result))
+            checks.append((number, result, False))
+            if like is not None:
+                new_args = graphcheck.new_inputs(args, rng)
+                expected = measure.call_one(like, graphcheck.fresh_copies(new_args), grad=grad)
+                if expected.ok:
+                    items.append({"graph": graph, "args": [measure.to_data(a) for a in new_args]})
+                    checks.append((number, expected, True))
         if not items:
             return
         reply = self.ctx.measure("replay", {"items": items, "params": self._params, "grad": bool(grad)})
         replies = reply.get("results") if type(reply) is dict else None
         if type(replies) is not list or len(replies) != len(items):
             raise ReplyError("re-running the captured graphs gave no readable result")
-        for (number, result), one in zip(checked, replies, strict=True):
-            why = graphcheck.disagreement(one, result, grad)
-            if why:
-                raise ReplyError(f"call {number}: re-running its captured graph {why}")
+        for (number, wanted, new), one in zip(checks, replies, strict=True):
+            if new:
+                why = graphcheck.disagreement_with_reference(one, wanted, grad)
+                if why:
+                    raise ReplyError(f"call {number}: its captured graph, re-run on new inputs, {why}: "
+                                     "it does not compute what the reference computes")
+            else:
+                why = graphcheck.disagreement(one, wanted, grad)
+                if why:
+                    raise ReplyError(f"call {number}: re-running its captured graph {why}")
 
     def time(self, name: str, *args, backend: str | None = None, calls: int = 20) -> Timing:
         shipped = _Shipped(self.test_source)

@@ -177,3 +177,16 @@ def test_load_checked_runs_with_limited_builtins():
 def test_load_checked_rechecks_the_source():
     with pytest.raises(AllowListError):
         load_checked(body("return getattr(x, 'a')"), "f", ALLOWED, {})
+
+
+@pytest.mark.parametrize("call", [
+    "torch.ao.quantization.utils.getattr_from_fqn(x, 'grad_fn')",   # a getattr by string, found by a student
+    "torch.fx.Tracer()",
+    "torch.overrides.get_overridable_functions()",
+    "torch.utils.checkpoint.checkpoint(abs, x)",
+    "torch.library.Library('x', 'DEF')",
+])
+def test_torch_namespaces_that_reach_beyond_tensors_are_refused(call):
+    source = f"def f(x):\n    return {call}\n"
+    with pytest.raises(AllowListError, match="loads code, touches files or starts processes"):
+        extract_function(source, "f", AllowList(provided=frozenset({"torch"})))

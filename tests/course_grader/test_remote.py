@@ -124,3 +124,45 @@ def test_an_answer_the_grader_cannot_read_fails_its_test(exercises):
     student = testcells.RemoteNamespace(ctx, student=True)
     with pytest.raises(AnswerError):
         student.call("safe_normalize_rewrite", torch.ones(2))
+
+
+def _graph_dividing_by_five() -> dict:
+    """A one-op graph right for x = [3, -4] (whose norm is 5) and wrong for almost any other x."""
+    return {"nodes": [
+        {"op": "placeholder", "name": "l_x_", "target": "L_x_", "args": {"tuple": []}, "kwargs": {"kwargs": {}},
+         "source": "L['x']"},
+        {"op": "call_function", "name": "div", "target": "_operator.truediv",
+         "args": {"tuple": [{"node": "l_x_"}, 5.0]}, "kwargs": {"kwargs": {}}},
+        {"op": "output", "name": "output", "target": "output", "args": {"tuple": [{"tuple": [{"node": "div"}]}]},
+         "kwargs": {"kwargs": {}}}]}
+
+
+def test_a_graph_that_only_reproduces_the_asked_inputs_fails_on_new_ones(exercises):
+    # the breaking reference function, with a forged reply: one graph that is right on [3, -4] only
+    breaking = ("def safe_normalize_rewrite(x):\n    norm = x.norm()\n    if norm > 0:\n"
+                "        return x / norm\n    return x\n")
+
+    def forged(payload):
+        reply = child.serve(payload)
+        for run in reply.get("runs", []):
+            run.update(frames=1, graphs=[_graph_dividing_by_five()], graphs_per_call=[1], breaks=[])
+        return reply
+    student = testcells.RemoteNamespace(context(exercises, forged, {"ex01-rewrite": breaking}), student=True)
+    x = torch.tensor([3.0, -4.0])
+    with pytest.raises(ReplyError, match="re-run on new inputs"):
+        student.compile("safe_normalize_rewrite", (x,), like=lambda t: t / t.norm())
+    # without a reference to compare with, the claim is only checked on the inputs asked about
+    assert student.compile("safe_normalize_rewrite", (x,)).frames == 1
+    verdicts = {v.test_id: v for v in testcells.grade(context(exercises, forged, {"ex01-rewrite": breaking}))}
+    assert not verdicts["ex01-test-capture"].passed, verdicts   # the notebook's capture test gives `like`
+
+
+def test_fullgraph_success_without_any_graph_is_refused(exercises):
+    def forged(payload):
+        reply = child.serve(payload)
+        for run in reply.get("runs", []):
+            run.update(frames=0, graphs=[], graphs_per_call=[0] * len(run["calls"]), breaks=[])
+        return reply
+    student = testcells.RemoteNamespace(context(exercises, forged), student=True)
+    with pytest.raises(ReplyError, match="fullgraph=True"):
+        student.compile("safe_normalize_rewrite", (torch.tensor([3.0, -4.0]),), fullgraph=True)

@@ -128,8 +128,13 @@ MODULE_PATHS = {"torch": "torch", "nn": "torch.nn", "time": "time", "copy": "cop
 _PRIMITIVES = (bool, int, float, complex, str, bytes, type(None))
 # Parts of torch itself that load code, touch files or start processes: no exercise needs them.
 DENIED_PATHS = ("torch.hub", "torch.load", "torch.save", "torch.serialization", "torch.package",
-                "torch.utils.cpp_extension", "torch.ops.load_library", "torch.classes.load_library",
-                "torch.multiprocessing", "torch.distributed", "torch.utils.data", "torch.cuda")
+                "torch.utils", "torch.ops.load_library", "torch.classes", "torch.multiprocessing",
+                "torch.distributed", "torch.cuda",
+                # introspection and code generation: getattr by string (torch.ao...getattr_from_fqn),
+                # graph and module surgery, overrides of torch functions, code loading and export
+                "torch.ao", "torch.fx", "torch.overrides", "torch.jit", "torch.export", "torch.onnx",
+                "torch.library", "torch.profiler",
+                "torch.monitor", "torch.storage", "torch.autograd.graph", "torch.autograd.forward_ad")
 
 
 # ---------------------------------------------------------------- parsing
