@@ -630,14 +630,22 @@ class Spy:
 
     def __call__(self, *args, **kwargs):
         if len(self.calls) < 1000:
-            self.calls.append({"args": [describe_arg(a) for a in args], "grad_enabled": torch.is_grad_enabled()})
+            self.calls.append({"args": [describe_arg(a) for a in args], "grad_enabled": torch.is_grad_enabled(),
+                               "stance": _current_stance(), "keywords": len(kwargs)})
         return self.fn(*args, **kwargs) if self.fn is not None else None
+
+
+def _current_stance() -> str:
+    from torch._dynamo import eval_frame
+
+    return str(getattr(getattr(eval_frame, "_stance", None), "stance", "default"))
 
 
 def describe_arg(a: Any) -> dict:
     if isinstance(a, torch.Tensor):
         return {"tensor": {"dtype": str(a.dtype).removeprefix("torch."), "shape": list(a.shape),
-                           "requires_grad": bool(a.requires_grad), "marks": tensor_marks(a)}}
+                           "requires_grad": bool(a.requires_grad), "marks": tensor_marks(a),
+                           "device": str(a.device), "contiguous": bool(a.is_contiguous())}}
     return {"value": to_data_safe_data(a)}
 
 
@@ -649,25 +657,39 @@ def to_data_safe_data(a: Any) -> Any:
 
 
 def read_spy_calls(data: Any) -> list[dict]:
-    """Spy records as data, validated: ``[{"args": [...], "grad_enabled": bool}]``."""
+    """Spy records as data, validated: ``[{"args": [...], "grad_enabled": bool}]``.
+
+    A replay remakes each call on CPU, contiguous, under the default stance, without keywords: a
+    record of anything else (a ``meta`` tensor, a call under ``force_eager``) cannot be replayed
+    faithfully, so it is refused with a message saying which."""
     if type(data) is not list or len(data) > 1000:
         raise ReplyError("the recorded calls are malformed")
     out = []
-    for call in data:
-        if type(call) is not dict or set(call) != {"args", "grad_enabled"} or type(call["grad_enabled"]) is not bool \
-                or type(call["args"]) is not list or len(call["args"]) > 16:
+    for n, call in enumerate(data, 1):
+        if type(call) is not dict or set(call) != {"args", "grad_enabled", "stance", "keywords"} \
+                or type(call["grad_enabled"]) is not bool or type(call["args"]) is not list or len(call["args"]) > 16:
             raise ReplyError("a recorded call is malformed")
+        if call["stance"] != "default":
+            raise ReplyError(f"call {n} was made under torch.compiler.set_stance({str(call['stance'])[:20]!r}): "
+                             "a warm-up under another stance compiles nothing that serving would use")
+        if call["keywords"] != 0:
+            raise ReplyError(f"call {n} passed keyword arguments; call it with positional arguments")
         args = []
         for a in call["args"]:
             if type(a) is dict and set(a) == {"tensor"} and type(a["tensor"]) is dict:
                 t = a["tensor"]
-                if set(t) != {"dtype", "shape", "requires_grad", "marks"} or t["dtype"] not in TENSOR_DTYPES \
+                if set(t) != {"dtype", "shape", "requires_grad", "marks", "device", "contiguous"} \
+                        or t["dtype"] not in TENSOR_DTYPES \
                         or type(t["shape"]) is not list or len(t["shape"]) > 8 \
                         or not all(type(n) is int and 0 <= n <= 1 << 20 for n in t["shape"]) \
                         or math.prod(t["shape"]) > 1 << 22 or type(t["requires_grad"]) is not bool \
                         or type(t["marks"]) is not dict:
                     raise ReplyError("a recorded tensor argument is malformed")
-                args.append({"tensor": dict(t)})
+                if t["device"] != "cpu" or t["contiguous"] is not True:
+                    raise ReplyError(f"call {n} was made with a tensor on {str(t['device'])[:20]!r}"
+                                     f"{'' if t['contiguous'] is True else ', not contiguous'}: "
+                                     "serving calls are contiguous CPU tensors")
+                args.append({"tensor": {k: t[k] for k in ("dtype", "shape", "requires_grad", "marks")}})
             elif type(a) is dict and set(a) == {"value"}:
                 args.append({"value": from_data(a["value"])})
             else:

@@ -131,12 +131,14 @@ def test_warm_ups_that_do_not_do_the_job_fail(grade_with, body, phrase):
 
 
 @pytest.mark.parametrize("body, phrase", [
+    (("x = torch.randn(4, 8, device='meta')", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)"), "'meta'"),
+    (("x = torch.randn(8, 4).t()", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)"), "not contiguous"),
     # a forged report: the return value and prints are nobody's evidence
     (("compiled_h(torch.randn(4, 8))", "print('✓ after warm_up, batch sizes compile nothing new')",
       "return {'frames': 1, 'calls': {'2': 'ok', '3': 'ok', '17': 'ok', '64': 'ok'}}"), "would recompile"),
     # the stance of its own process changes nothing in the replay
-    (("torch.compiler.set_stance('force_eager')", "compiled_h(torch.randn(4, 8))"), "would recompile"),
-    (("torch.compiler.set_stance('eager_on_recompile')", "compiled_h(torch.randn(4, 8))"), "would recompile"),
+    (("torch.compiler.set_stance('force_eager')", "compiled_h(torch.randn(4, 8))"), "another stance"),
+    (("torch.compiler.set_stance('eager_on_recompile')", "compiled_h(torch.randn(4, 8))"), "another stance"),
     # compiling h itself, dynamic, and never calling the function it was given
     (("torch.compile(h, dynamic=True)(torch.randn(4, 8))",), "nothing was compiled"),
     # counting with the course's own helper in its process: a count is not a call
