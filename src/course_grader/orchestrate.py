@@ -278,7 +278,8 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
                     first = error.splitlines()[0][:300] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")
                 elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
-                    what = "used up its CPU time" if status is CellStatus.TIMEOUT else "ended the kernel"
+                    what = ("ran out of wall-clock time" if result.fault is FaultKind.WALL_TIME
+                            else "used up its CPU time" if status is CellStatus.TIMEOUT else "ended the kernel")
                     notes.append(f"{cell.label} {what}" + (f": {result.error.strip().splitlines()[0][:300]}"
                                                            if (result.error or "").strip() else ""))
                     stopped = f"{cell.label} {what}"

@@ -190,3 +190,26 @@ def test_torch_namespaces_that_reach_beyond_tensors_are_refused(call):
     source = f"def f(x):\n    return {call}\n"
     with pytest.raises(AllowListError, match="loads code, touches files or starts processes"):
         extract_function(source, "f", AllowList(provided=frozenset({"torch"})))
+
+
+@pytest.mark.parametrize("cell", [
+    # a long docstring is prose, not a constant
+    'def f(x):\n    """' + "Why this works. " * 600 + '"""\n    return torch.relu(x)\n',
+    "ZERO, ONE = 0.0, 1.0\n\ndef f(x):\n    return torch.where(x > ZERO, x, x * ONE)\n",
+    "FALLBACK: float = 1.0\n\ndef f(x):\n    return x * FALLBACK\n",
+    "from torch import where\n\ndef f(x):\n    return where(x > 0, x, -x)\n",
+    "%time 1 + 1\n\ndef f(x):\n    return torch.relu(x)\n",
+])
+def test_honest_cell_layouts_are_accepted_and_run(cell):
+    import torch
+
+    source = extract_function(cell, "f", AllowList(provided=frozenset({"torch"})))
+    assert "Why this works" not in source
+    fn = load_checked(source, "f", AllowList(provided=frozenset({"torch"})), {"torch": torch})
+    assert fn(torch.tensor([-1.0, 2.0])).shape == (2,)
+
+
+def test_an_import_of_another_module_is_still_refused():
+    with pytest.raises(AllowListError):
+        extract_function("from os import system\n\ndef f(x):\n    return system('true')\n", "f",
+                         AllowList(provided=frozenset({"torch"})))

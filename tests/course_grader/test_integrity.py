@@ -54,6 +54,7 @@ def test_shadowing_names_and_ordinary_code_are_not_tampering(exercise, code):
     ("torch.equal = lambda a, b: True", "torch.equal"),   # torch comes from the locked setup cell
     ("import torch.testing as tt\ntt.assert_close = print", "torch.testing.assert_close"),
     ("import compile_course.checks as checks\nchecks.passed = print", "compile_course.checks.passed"),
+    ("probe = (walk(g, 'gi_frame.f_back') for i in [0])", ".gi_frame in a string"),
     ("from torch import testing as _t\nholder = [_t]\nholder[0].assert_close = None", "indirectly"),
     ("import torch\ndel torch.allclose", "deletes torch.allclose"),
     ("import builtins\nbuiltins.max = min", "imports builtins"),

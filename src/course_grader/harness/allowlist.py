@@ -139,6 +139,15 @@ DENIED_PATHS = ("torch.hub", "torch.load", "torch.save", "torch.serialization", 
 
 # ---------------------------------------------------------------- parsing
 
+def strip_magics(code: str) -> str:
+    """IPython magics and shell escapes (``%time``, ``!ls``) are not Python: each such line becomes ``pass``."""
+    lines = []
+    for line in code.splitlines():
+        s = line.lstrip()
+        lines.append(line[: len(line) - len(s)] + "pass" if s.startswith(("%", "!")) else line)
+    return "\n".join(lines)
+
+
 def parse_source(source: str, where: str) -> ast.Module:
     """``ast.parse`` with a size limit; every failure becomes an ``AllowListError``-like message."""
     if not isinstance(source, str):
@@ -146,7 +155,7 @@ def parse_source(source: str, where: str) -> ast.Module:
     if len(source) > MAX_SOURCE_CHARS:
         raise AllowListError(f"{where}: the cell is longer than {MAX_SOURCE_CHARS} characters")
     try:
-        return PARSER(source)
+        return PARSER(strip_magics(source))
     except SyntaxError as exc:
         raise AllowListError(f"{where}: syntax error on line {exc.lineno}: {exc.msg}") from None
     except (RecursionError, MemoryError, ValueError):
@@ -447,13 +456,24 @@ def extract_function(source: str, name: str, allowed: AllowList, where: str = "y
     alias of a helper. As in Python, the last top-level binding of a name is the one used.
     """
     tree = parse_source(source, where)
+    _drop_docstrings(tree)
     _depth_and_size(tree, where)
     bound: dict[str, ast.AST] = {}
-    for node in tree.body:
+    for node in list(tree.body):
         if isinstance(node, ast.FunctionDef):
             bound[node.name] = node
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound[node.targets[0].id] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            bound[node.target.id] = _plain_assign(node.target.id, node.value, node)   # `FALLBACK: float = 1.0`
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                and isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(node.targets[0].elts) \
+                and all(isinstance(t, ast.Name) for t in node.targets[0].elts):
+            for t, v in zip(node.targets[0].elts, node.value.elts, strict=True):    # `ZERO, ONE = 0.0, 1.0`
+                bound[t.id] = _plain_assign(t.id, v, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and _module_aliases(node) is not None:
+            for alias_name, value in _module_aliases(node):   # `from torch import where`: `where = torch.where`
+                bound[alias_name] = _plain_assign(alias_name, value, node)
         elif isinstance(node, ast.AsyncFunctionDef) and node.name == name:
             raise AllowListError(f"{where}: `{name}` must be a plain `def`, not `async def`")
         elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
@@ -481,15 +501,56 @@ def extract_function(source: str, name: str, allowed: AllowList, where: str = "y
                 queue.append(node.id)
     helpers = frozenset(needed)
     parts = []
-    for node in tree.body:
-        if not any(bound.get(n) is node for n in needed):
-            continue
+    order = {id(node): i for i, node in enumerate(tree.body)}
+    chosen = sorted({id(bound[n]): bound[n] for n in needed}.values(), key=lambda n: order.get(id(n), 0))
+    for node in chosen:
         if isinstance(node, ast.FunctionDef):
             check_function(node, allowed, helpers, where)
         elif not _is_literal(node.value):
             check_function(_constant_check(node), allowed, helpers, where)
         parts.append(ast.unparse(node))
     return "\n\n".join(parts) + "\n"
+
+
+def _drop_docstrings(tree: ast.AST) -> None:
+    """A function's docstring is the student's prose: it is neither checked nor sent (comments never are)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def _plain_assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
+    """``name = value`` as its own statement, placed where the original binding was (for the cell's order)."""
+    node = ast.Assign(targets=[ast.Name(name, ast.Store())], value=value, lineno=where.lineno,
+                      col_offset=where.col_offset)
+    ast.fix_missing_locations(node)
+    return node
+
+
+def _module_aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, ast.expr]] | None:
+    """``[(name, torch.where), ...]`` for a top-level ``from torch import where`` (a module the exercise
+    provides); None for any other import."""
+    def chain(dotted: str) -> ast.expr:
+        root, *rest = dotted.split(".")
+        expr: ast.expr = ast.Name(root, ast.Load())
+        for part in rest:
+            expr = ast.Attribute(expr, part, ast.Load())
+        return expr
+
+    roots = set(MODULE_PATHS.values())
+    out = []
+    if isinstance(node, ast.ImportFrom):
+        if node.level or not node.module or node.module.split(".")[0] not in roots:
+            return None
+        for alias in node.names:
+            if alias.name == "*":
+                return None
+            out.append((alias.asname or alias.name, chain(f"{node.module}.{alias.name}")))
+        return out
+    return None   # `import torch.nn.functional as F` names a module, which measured code cannot hold
 
 
 def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) -> object:
