@@ -27,7 +27,6 @@ def pytest_configure(config):
     if os.environ.get("COURSE_WARM_KERNELS", "1") == "0":
         return
     import tempfile
-    from pathlib import Path
 
     from compile_course.warm_kernels.kernelspec import write_kernelspec
 
@@ -117,29 +116,11 @@ def seed_compiled_kernels():
     five g++ ISA probes and their dlopen checks (~5 CPU-s) again. The folder still misses every graph;
     with an empty default cache (a new machine) it is simply cold all through, as before.
     """
-    import shutil
-
-    import torch._inductor.runtime.cache_dir_utils as cache_dir_utils
-
-    limit, not_copied = 256 << 20, ("fxgraph", "aotautograd", "locks", "precompiled_headers")  # headers: 158 MB
-
-    def copy_compiled_kernels(target):
-        base = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_dir_utils.default_cache_dir())
-        try:
-            entries = [p for p in base.iterdir() if p.name not in not_copied]
-            size = sum(f.stat().st_size for p in entries for f in ([p] if p.is_file() else p.rglob("*"))
-                       if f.is_file())
-            if size <= limit:
-                for p in entries:
-                    (shutil.copytree if p.is_dir() else shutil.copy2)(p, target / p.name)
-        except OSError:
-            pass  # no usable host cache: the C++ kernel is compiled too, which only takes longer
+    from course_grader.cache_store import seed_compiled_kernels
 
     def seed(folder):
         folder.mkdir(parents=True, exist_ok=True)
-        copy_compiled_kernels(folder)
-        for entry in folder.rglob("*"):  # writable by any uid, as a grader's warming run leaves them
-            entry.chmod(entry.stat().st_mode | (0o777 if entry.is_dir() else 0o666))
+        seed_compiled_kernels(folder)   # writable by any uid, as a grader's warming run leaves them
         return folder
 
     return seed

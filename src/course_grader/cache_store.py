@@ -101,6 +101,36 @@ def _start_ticks(pid: int) -> str | None:
         return None
 
 
+SEED_LIMIT_BYTES = 256 << 20
+NOT_SEEDED = ("fxgraph", "aotautograd", "locks", "precompiled_headers")  # headers: 158 MB each
+
+
+def seed_compiled_kernels(folder: Path) -> None:
+    """Copy this machine's inductor cache into ``folder``, without its compiled graphs: its compiled C++
+    (kernels, inductor's ISA probes) if under 256 MB, readable and writable by every run's uid.
+
+    A first run then still compiles every graph (each one misses the FX graph cache), but finds the
+    C++ the same code compiled to before instead of running g++ again (~5-10 CPU-s a kernel). The
+    instructor's own cache is the source: no student code has written to it. No cache: nothing to do."""
+    import torch._inductor.runtime.cache_dir_utils as cache_dir_utils
+
+    base = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_dir_utils.default_cache_dir())
+    try:
+        entries = [p for p in base.iterdir() if p.name not in NOT_SEEDED and not p.is_symlink()]
+        size = sum(f.stat().st_size for p in entries for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
+        if size > SEED_LIMIT_BYTES:
+            return
+        for p in entries:
+            if p.is_dir():
+                shutil.copytree(p, folder / p.name, dirs_exist_ok=True)
+            else:
+                shutil.copy2(p, folder / p.name)
+        for entry in folder.rglob("*"):
+            entry.chmod(entry.stat().st_mode | (0o777 if entry.is_dir() else 0o666))
+    except OSError:
+        pass  # no usable cache on this machine: the first run compiles the C++ too, which only takes longer
+
+
 def new_folder(run_dir: Path) -> Path:
     """An empty private compile-cache folder for one run (filled by :meth:`Entry.copy_into`).
 

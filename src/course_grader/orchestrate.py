@@ -647,6 +647,8 @@ def warm_up(host, needed: list[Exercise], verdict_for, progress: bool, cache: Re
     """
     needed = [ex for ex in needed if ex.tests]
     if entry is None or folder is None:
+        if folder is not None:
+            cache_store.seed_compiled_kernels(folder)
         _warm(host, [ex.id for ex in needed], {ex.id: ex for ex in needed}, verdict_for, progress, cache, jobs)
         return False
 
@@ -663,6 +665,8 @@ def warm_up(host, needed: list[Exercise], verdict_for, progress: bool, cache: Re
             record = None
         todo = _missing(record, needed)
         if todo:
+            if record is None:   # a new store entry: start from the machine's compiled C++, not from nothing
+                cache_store.seed_compiled_kernels(folder)
             _warm(host, [ex.id for ex in todo], {ex.id: ex for ex in todo}, verdict_for, progress, cache, jobs)
             if may_publish:   # model answers only: no student code has run in this host yet
                 done = {**((record or {}).get("exercises") or {}), **{ex.id: ex.sha256 for ex in todo}}
@@ -678,7 +682,9 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
         nb = answered_notebook(ex)
         cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
         job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
-        attempt = grade_one(job, host, verdict_for, cache)
+        # verdicts only: the feedback run never changes a score, and the questions the tests ask of the
+        # model answers (the same compiles a student's notebook makes) are what fill the compile cache
+        attempt = grade_one(job, host, verdict_for, cache, feedback=False)
         if attempt is None or attempt.status is not AttemptStatus.GRADED or attempt.auto_score != ex.auto_points:
             detail = "; ".join(f"{t.test_id}: {t.status}{' - ' + t.message[:200] if t.message else ''}"
                                for t in (attempt.tests if attempt else []) if t.status is not TestStatus.PASSED)
