@@ -138,9 +138,13 @@ class Namespace:
                                    grad=grad, fresh=fresh)
         return [Run.from_data(r.to_data()) for r in runs]
 
-    def time(self, name: str, *args, backend: str | None = None, calls: int = 20) -> Timing:
+    def time(self, name: str, *args, backend: str | None = None, calls: int = 20, now: bool = False) -> Timing:
         """Wall-clock time of ``name(*args)``: the first call, and the fastest of ``calls`` steady ones.
-        With ``backend``, of ``torch.compile(name, backend=backend)`` (compiled afresh, so the first call compiles)."""
+        With ``backend``, of ``torch.compile(name, backend=backend)`` (compiled afresh, so the first call compiles).
+
+        ``now=True``: at grading, measured when asked, never taken from an earlier equal question (a
+        grading run answers equal questions once): to compare with figures measured moments before,
+        under the same load."""
         fn = self._function(name)
         real, _ = self._args(args)
         return Timing.from_data(measure.time_calls(fn, real, backend=backend, calls=calls).to_data())

@@ -339,7 +339,12 @@ class RemoteNamespace:
                 if why:
                     raise ReplyError(f"call {number}: re-running its captured graph {why}")
 
-    def time(self, name: str, *args, backend: str | None = None, calls: int = 20) -> Timing:
+    def time(self, name: str, *args, backend: str | None = None, calls: int = 20, now: bool = False) -> Timing:
         shipped = _Shipped(self.test_source)
-        reply = self._ask("time", name, self._args(args, shipped), {"backend": backend, "calls": int(calls)})
+        options = {"backend": backend, "calls": int(calls)}
+        if now:   # a question no earlier one equals: measured now, never answered from the run's cache
+            import secrets
+
+            options["now"] = secrets.token_hex(8)
+        reply = self._ask("time", name, self._args(args, shipped), options)
         return Timing.from_data(reply.get("timing"))
