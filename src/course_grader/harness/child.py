@@ -43,13 +43,15 @@ def _arg(a: dict, namespace: dict, spies: list):
     return eval(a["code"], scope)  # noqa: S307 - the test's own expression
 
 
-THREADS = torch.get_num_threads()   # as the sandbox set it up, before any student code ran
+_THREADS: list[int] = []   # the thread count as it was at the first question, before any student code ran
 
 
 def serve(payload: dict) -> dict:
     # one child answers a submission's questions in turn: what an earlier question's code changed
     # globally is put back (the thread count, which a fixture could use as a counter, among others)
-    torch.set_num_threads(THREADS)
+    if not _THREADS:
+        _THREADS.append(torch.get_num_threads())
+    torch.set_num_threads(_THREADS[0])
     namespace = _setup(payload["setup"])
     name = payload["name"]
     function = payload.get("function")

@@ -67,3 +67,14 @@ def grade_with(exercises):
         assert sorted(v.test_id for v in verdicts) == sorted(c.course_id for c in exercises[exercise_id].tests)
         return {v.test_id: v for v in verdicts}
     return grade
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """The in-process child runs on one thread, as every sandboxed child does (``Limits.torch_threads``)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
