@@ -150,8 +150,8 @@ def _close(a: Any, b: Any) -> bool:
     return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True))
 
 
-def disagreement(reply: Any, reported: CallResult, grad: bool) -> str | None:
-    """None when the replay's outputs include the reported output (and, with ``grad``, its gradients)."""
+def _replayed(reply: Any) -> tuple[list, list] | str:
+    """A replay's ``(outputs, gradients)``, read by the one validation; or why it cannot be read."""
     if type(reply) is not dict or set(reply) != {"outputs", "grads", "error"}:
         return "gave no readable result"
     if reply["error"] is not None:
@@ -163,6 +163,15 @@ def disagreement(reply: Any, reported: CallResult, grad: bool) -> str | None:
         return f"gave no readable result ({exc})"
     if type(outputs) is not list or type(grads) is not list or len(grads) != len(outputs):
         return "gave no readable result"
+    return outputs, grads
+
+
+def disagreement(reply: Any, reported: CallResult, grad: bool) -> str | None:
+    """None when the replay's outputs include the reported output (and, with ``grad``, its gradients)."""
+    replayed = _replayed(reply)
+    if isinstance(replayed, str):
+        return replayed
+    outputs, grads = replayed
     for out, out_grads in zip(outputs, grads, strict=True):
         if _same(out, reported.value):
             if not grad:
@@ -209,17 +218,11 @@ def disagreement_with_reference(reply: Any, expected: CallResult, grad: bool) ->
     comparison rules: ``compile_course.comparison.compare_tensors``), gradients too with ``grad``."""
     from compile_course.comparison import compare_tensors
 
-    if type(reply) is not dict or set(reply) != {"outputs", "grads", "error"}:
-        return "gave no readable result"
-    if reply["error"] is not None:
-        return f"failed ({str(reply['error'])[:120]})"
-    try:
-        outputs = measure.from_data(reply["outputs"])
-        grads = measure.from_data(reply["grads"])
-    except (ReplyError, RecursionError, ValueError) as exc:
-        return f"gave no readable result ({exc})"
-    if type(outputs) is not list or type(grads) is not list or len(grads) != len(outputs) \
-            or not isinstance(expected.value, torch.Tensor):
+    replayed = _replayed(reply)
+    if isinstance(replayed, str):
+        return replayed
+    outputs, grads = replayed
+    if not isinstance(expected.value, torch.Tensor):
         return "gave no readable result"
     for out, out_grads in zip(outputs, grads, strict=True):
         if not isinstance(out, torch.Tensor) or not compare_tensors(expected.value, out).ok:
