@@ -177,21 +177,42 @@ class RecompileLog:
 
 
 @contextlib.contextmanager
+def collected_logs(*artifacts: str):
+    """``{artifact: [messages]}`` of torch's log artifacts (what ``TORCH_LOGS=...`` would print) inside
+    the block, collected, not printed; the course's quiet policy is back afterwards."""
+    handlers = {a: _ListHandler() for a in artifacts}
+    with apply_log_policy(**{a: True for a in artifacts}):
+        attached = []
+        for artifact, handler in handlers.items():
+            for name in list(logging.Logger.manager.loggerDict):
+                if name.endswith(f".__{artifact}"):
+                    logger = logging.getLogger(name)
+                    attached.append((logger, handler, logger.propagate))
+                    logger.propagate = False
+                    logger.addHandler(handler)
+        try:
+            yield {a: h.messages for a, h in handlers.items()}
+        finally:
+            for logger, handler, propagate in attached:
+                logger.removeHandler(handler)
+                logger.propagate = propagate
+
+
+@contextlib.contextmanager
 def recompile_log():
     """Collect torch's ``recompiles`` log inside the block, without printing it."""
     log = RecompileLog()
-    handler = _ListHandler()
-    logger = logging.getLogger(RECOMPILES_LOGGER)
-    with apply_log_policy(recompiles=True):
-        old_propagate = logger.propagate
-        logger.propagate = False
-        logger.addHandler(handler)
+    logging.getLogger(RECOMPILES_LOGGER)   # exists before the first recompile
+    with collected_logs("recompiles") as logs:
         try:
             yield log
         finally:
-            logger.removeHandler(handler)
-            logger.propagate = old_propagate
-            log.messages.extend(handler.messages)
+            log.messages.extend(logs["recompiles"])
+
+
+def guard_failures(messages: list[str]) -> list[str]:
+    """The guard-failure lines (``- 0/1: ...``) of ``recompiles`` log messages, as torch wrote them."""
+    return [line.strip() for m in messages for line in m.splitlines() if _ENTRY.match(line)]
 
 
 # ---------------------------------------------------------------- compile counts

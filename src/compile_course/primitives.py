@@ -21,8 +21,6 @@ log's guard failures.
 from __future__ import annotations
 
 import base64
-import contextlib
-import logging
 import math
 import re
 import time
@@ -30,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from .diagnostics import collected_logs, gb_id, guard_failures
 
 MAX_DEPTH = 12
 MAX_ITEMS = 20_000
@@ -300,12 +300,9 @@ class Break:
         return f"{self.gb_id or 'graph break'}: {self.explanation or self.reason}"
 
 
-_GB = re.compile(r"\b(GB\d{4})\b", re.IGNORECASE)
-
-
 def parse_break(message: str) -> Break:
     """A ``graph_breaks`` log message as a :class:`Break`."""
-    gb = _GB.search(message)
+    gb = gb_id(message)
     message = _PATHS.sub("<path>", message.split("User code traceback:")[0]).strip()[:4000]
     reason, explanation, hints = "", "", []
     for line in message.splitlines():
@@ -318,7 +315,7 @@ def parse_break(message: str) -> Break:
             hints.append(s.removeprefix("Hint:").strip())
     if not reason:
         reason = next((s.strip() for s in message.splitlines() if s.strip()), "")
-    return Break(gb.group(1).upper() if gb else None, reason[:MAX_ERROR], explanation[:MAX_ERROR],
+    return Break(None if gb == "-" else gb, reason[:MAX_ERROR], explanation[:MAX_ERROR],
                  [h[:MAX_ERROR] for h in hints[:8]], message)
 
 
@@ -399,48 +396,6 @@ class Timing:
 
 
 # --------------------------------------------------------------------------- torch's logs
-
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.messages.append(record.getMessage())
-        except Exception:  # noqa: BLE001 - a message that cannot be formatted is left out
-            pass
-
-
-@contextlib.contextmanager
-def torch_log(*artifacts: str):
-    """The messages of torch's log artifacts (what ``TORCH_LOGS=...`` prints) inside the block, collected."""
-    handlers = {a: _Collect() for a in artifacts}
-    torch._logging.set_logs(**{a: True for a in artifacts})
-    saved = []
-    for a, handler in handlers.items():
-        for name in list(logging.Logger.manager.loggerDict):
-            if name.endswith(f".__{a}"):
-                lg = logging.getLogger(name)
-                saved.append((lg, handler, lg.propagate))
-                lg.addHandler(handler)
-                lg.propagate = False
-    try:
-        yield {a: h.messages for a, h in handlers.items()}
-    finally:
-        for lg, handler, propagate in saved:
-            lg.removeHandler(handler)
-            lg.propagate = propagate
-        torch._logging.set_logs()
-
-
-GUARD_FAILURE = re.compile(r"^\s*- \d+/\d+: ")
-
-
-def guard_failures(messages: list[str]) -> list[str]:
-    """The guard-failure lines (``- 0/1: ...``) of ``recompiles`` log messages."""
-    return [line.strip() for m in messages for line in m.splitlines() if GUARD_FAILURE.match(line)]
-
 
 # --------------------------------------------------------------------------- graphs as data
 
@@ -573,7 +528,7 @@ def compile_run(fn, calls: list[tuple], *, backend: str = "eager", fullgraph: bo
             runs.append(run)
             compiled, run = start()
         before = len(graphs)
-        with torch_log("graph_breaks", "recompiles") as logs:
+        with collected_logs("graph_breaks", "recompiles") as logs:
             result = call_one(compiled, tuple(args), grad=grad)
         run.calls.append(result)
         run.graphs_per_call.append(len(graphs) - before)

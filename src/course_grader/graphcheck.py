@@ -9,8 +9,6 @@ outputs and gradients with what the child reported for the call.
 
 from __future__ import annotations
 
-import math
-import operator
 import re
 from typing import Any
 
@@ -19,15 +17,11 @@ import torch
 from compile_course import primitives as measure
 from compile_course.primitives import CallResult, ReplyError
 
+from .harness.child import resolve
+
 MAX_NODES = 2_000
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
 SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
-QUALIFIED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,8}")
-ROOTS = {"torch": torch, "operator": operator, "_operator": operator, "math": math}
-# parts of torch that touch files, load code, start processes or take callables: never in a replayed graph
-DENIED = re.compile(r"(^|\.)(hub|load|save|serialization|package|cpp_extension|load_library|multiprocessing|"
-                    r"distributed|utils|cuda|_dynamo|compile|jit|fx|export|library|autograd|set_|manual_seed|"
-                    r"_C\._set|classes|ops\.higher_order|profiler|backends|_logging|testing|random)(\.|$)")
 DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook", "apply_", "map_", "map2_",
                             "backward", "retain_grad", "share_memory_", "pin_memory", "cuda", "to_sparse",
                             "untyped_storage", "storage", "set_", "resize_", "data_ptr", "tolist", "numpy",
@@ -35,19 +29,6 @@ DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook
 # no "tensor": a graph Dynamo captures from a function of its arguments holds no tensor constants
 ARG_KEYS = frozenset({"node", "list", "tuple", "slice", "ellipsis", "device", "memory_format", "layout", "kwargs",
                       "float", "dtype", "dict", "object"})
-
-
-def resolve(qualified: str):
-    """The function a qualified name names, walking attributes from an allowed root; None if not allowed."""
-    if not QUALIFIED.fullmatch(qualified) or DENIED.search(qualified) or "__" in qualified:
-        return None
-    root, *rest = qualified.split(".")
-    obj = ROOTS.get(root)
-    for part in rest:
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj if callable(obj) and not isinstance(obj, type) else None
 
 
 def _check_arg(a: Any, known: set[str], depth: int = 0) -> str | None:

@@ -15,7 +15,6 @@ well formed; the trusted side still checks what the data means.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import math
@@ -27,7 +26,6 @@ from typing import Any
 
 MAX_MESSAGE_BYTES = 32 << 20      # one JSON line; a measured reply with tensors fits well inside
 MAX_JSON_DEPTH = 32
-MAX_TENSOR_BYTES = 16 << 20       # one decoded tensor
 
 
 class ProtocolError(Exception):
@@ -280,48 +278,25 @@ def write_all(fd: int, data: bytes) -> None:
 
 # --- tensors ---------------------------------------------------------------------------------
 
-# dtype name -> bytes per element. Anything else is refused.
-TENSOR_DTYPES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-                 "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
-MAX_TENSOR_DIMS = 8
-
+# The codec is compile_course.primitives' (the test API's): one set of rules for every tensor on the wire.
 
 def encode_tensor(tensor) -> dict:
     """A tensor as JSON data: its dtype name, shape and base64 raw bytes (contiguous, CPU)."""
-    import torch
+    from compile_course.primitives import ReplyError
+    from compile_course.primitives import encode_tensor as encode
 
-    name = str(tensor.dtype).removeprefix("torch.")
-    if name not in TENSOR_DTYPES:
-        raise ProtocolError(f"dtype {name} is not allowed on the wire")
-    t = tensor.detach().to("cpu").contiguous()
-    raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-    return {"dtype": name, "shape": list(t.shape), "data": base64.b64encode(raw).decode("ascii")}
+    try:
+        return encode(tensor)
+    except ReplyError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 def decode_tensor(data: Any):
     """The tensor ``data`` describes; ProtocolError unless dtype, shape and byte count agree."""
-    import torch
+    from compile_course.primitives import ReplyError
+    from compile_course.primitives import decode_tensor as decode
 
-    if type(data) is not dict or set(data) != {"dtype", "shape", "data"}:
-        raise ProtocolError("a tensor is a dict with exactly dtype, shape and data")
-    name, shape, text = data["dtype"], data["shape"], data["data"]
-    if type(name) is not str or name not in TENSOR_DTYPES:
-        raise ProtocolError(f"tensor dtype {str(name)[:20]!r} is not allowed")
-    if type(shape) is not list or len(shape) > MAX_TENSOR_DIMS or not all(type(n) is int and n >= 0 for n in shape):
-        raise ProtocolError("tensor shape must be a short list of non-negative ints")
-    if type(text) is not str:
-        raise ProtocolError("tensor data must be base64 text")
-    numel = math.prod(shape)
-    expected = numel * TENSOR_DTYPES[name]
-    if expected > MAX_TENSOR_BYTES or len(text) > 4 * (MAX_TENSOR_BYTES // 3 + 1):
-        raise ProtocolError(f"tensor larger than {MAX_TENSOR_BYTES} bytes")
     try:
-        raw = base64.b64decode(text, validate=True)
-    except ValueError:
-        raise ProtocolError("tensor data is not base64") from None
-    if len(raw) != expected:
-        raise ProtocolError(f"tensor data has {len(raw)} bytes, shape and dtype need {expected}")
-    dtype = getattr(torch, name)
-    if numel == 0:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape).clone()
+        return decode(data)
+    except ReplyError as exc:
+        raise ProtocolError(str(exc)) from None

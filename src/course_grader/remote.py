@@ -62,11 +62,9 @@ def setup_names(sources: list[str]) -> frozenset[str]:
 def allowlist_for(exercise, allow: tuple[str, ...] = ()) -> AllowList:
     """What a student's function may name: torch, ``nn``, every name the setup cells bind, safe
     builtins, and a solution cell's ``allow`` list (dotted names; builtin names)."""
-    from .allowlist import SAFE_BUILTINS
+    from .harness.allowlist import for_cell
 
-    return AllowList(provided=DEFAULT_PROVIDED | setup_names(list(exercise.setup_sources)), imports=DEFAULT_IMPORTS,
-                     dotted=frozenset(a for a in allow if "." in a),
-                     builtins=SAFE_BUILTINS | frozenset(a for a in allow if "." not in a))
+    return for_cell(DEFAULT_PROVIDED | setup_names(list(exercise.setup_sources)), DEFAULT_IMPORTS, allow)
 
 
 class _Shipped:
@@ -146,8 +144,6 @@ class RemoteNamespace:
         self.setup = list(ctx.exercise.setup_sources)
         self.test_source = ""
         self._params: list[str] = []
-        provided = DEFAULT_PROVIDED | setup_names(self.setup)
-        self._allow_base = dict(provided=provided, imports=DEFAULT_IMPORTS)
 
     # -- where the student's answers are
     def _solution_cells(self) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -217,8 +213,9 @@ class RemoteNamespace:
         return allowlist_for(self.ctx.exercise, allow)
 
     def _allow_data(self, allow: tuple[str, ...]) -> dict:
-        return {"provided": sorted(self._allow_base["provided"]), "imports": sorted(self._allow_base["imports"]),
-                "allow": list(allow)}
+        """What the child needs to build the same allow-list (``harness.allowlist.for_cell``)."""
+        allowed = self._allowlist(allow)
+        return {"provided": sorted(allowed.provided), "imports": sorted(allowed.imports), "allow": list(allow)}
 
     def _args(self, args: tuple, shipped: _Shipped) -> list:
         out = []

@@ -17,11 +17,10 @@ and ``passed`` recording the cell's message. A cell passes when it ends without 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import threading
 
 from .context import GradeContext, TestVerdict
+from .harness import child
 from .remote import RemoteNamespace
 
 HARNESS = "child"
@@ -34,12 +33,9 @@ def _quiet_print(*args, **kwargs) -> None:
 
 
 def setup_namespace(ctx: GradeContext) -> dict:
-    namespace: dict = {"__name__": "__course_test__"}
     # the setup cells print (the version line, for instance); stdout is the process's, so one at a time
-    with _SETUP_LOCK, contextlib.redirect_stdout(io.StringIO()):
-        for source in ctx.exercise.setup_sources:
-            exec(compile(source, "<setup>", "exec"), namespace)  # noqa: S102 - the course's own setup cells
-    return namespace
+    with _SETUP_LOCK:
+        return child.setup_namespace(list(ctx.exercise.setup_sources))
 
 
 def _message(exc: BaseException) -> str:

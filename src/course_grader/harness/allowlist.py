@@ -122,6 +122,15 @@ class AllowList:
         return {n: MODULE_PATHS[n] for n in sorted(self.provided | self.imports) if n in MODULE_PATHS}
 
 
+def for_cell(provided, imports, allow) -> AllowList:
+    """A solution cell's allow-list: the names the exercise provides, the modules `import` may name, and
+    the cell's ``allow`` entries (dotted names such as ``torch._dynamo.mark_dynamic``; builtin names).
+    The grader builds it from the exercise, the measuring child again from what the grader sent."""
+    return AllowList(provided=frozenset(provided), imports=frozenset(imports),
+                     dotted=frozenset(a for a in allow if "." in a),
+                     builtins=SAFE_BUILTINS | frozenset(a for a in allow if "." not in a))
+
+
 # Provided names that are modules, and the module each names. Every attribute chain rooted at
 # one of them is resolved by walking the real attributes (see ``_resolve_chain``).
 MODULE_PATHS = {"torch": "torch", "nn": "torch.nn", "time": "time", "copy": "copy"}

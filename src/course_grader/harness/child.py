@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import operator
+import re
 
 import torch
 
 from compile_course import primitives as measure
 
-from .allowlist import SAFE_BUILTINS, AllowList, load_checked
+from .allowlist import for_cell, load_checked
 
 
-def _setup(sources: list) -> dict:
+def setup_namespace(sources: list) -> dict:
+    """A fresh namespace with the exercise's setup cells run in it, their printing discarded.
+    (``course_grader.testcells`` builds the test cells' namespace with it too.)"""
     namespace: dict = {"__name__": "__course__"}
     with contextlib.redirect_stdout(io.StringIO()):
         for source in sources:
@@ -52,16 +56,14 @@ def serve(payload: dict) -> dict:
     if not _THREADS:
         _THREADS.append(torch.get_num_threads())
     torch.set_num_threads(_THREADS[0])
-    namespace = _setup(payload["setup"])
+    namespace = setup_namespace(payload["setup"])
     name = payload["name"]
     function = payload.get("function")
     if function is None:
         fn = namespace[name]
     else:
         allow = function["allow"]
-        allowed = AllowList(provided=frozenset(allow["provided"]), imports=frozenset(allow["imports"]),
-                            dotted=frozenset(a for a in allow["allow"] if "." in a),
-                            builtins=SAFE_BUILTINS | frozenset(a for a in allow["allow"] if "." not in a))
+        allowed = for_cell(allow["provided"], allow["imports"], allow["allow"])
         try:
             fn = load_checked(function["source"], name, allowed, namespace)
         except Exception as exc:  # noqa: BLE001 - reported as data
@@ -98,17 +100,27 @@ def serve(payload: dict) -> dict:
     raise ValueError(f"unknown question {op!r}")
 
 
-ROOTS = {"torch": torch, "operator": operator, "_operator": operator}
+ROOTS = {"torch": torch, "operator": operator, "_operator": operator, "math": math}
+QUALIFIED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,8}")
+# parts of torch that touch files, load code, start processes or take callables: never in a replayed graph
+DENIED = re.compile(r"(^|\.)(hub|load|save|serialization|package|cpp_extension|load_library|multiprocessing|"
+                    r"distributed|utils|cuda|_dynamo|compile|jit|fx|export|library|autograd|set_|manual_seed|"
+                    r"_C\._set|classes|ops\.higher_order|profiler|backends|_logging|testing|random)(\.|$)")
 
 
-def _resolve(qualified: str):
-    import math
-
+def resolve(qualified: str):
+    """The function a graph node's qualified target names, walking attributes from an allowed root; None
+    if it is not one a replay runs. The grader validates a graph with it (``graphcheck``); the replay
+    resolves with it again."""
+    if not QUALIFIED.fullmatch(qualified) or DENIED.search(qualified) or "__" in qualified:
+        return None
     root, *rest = qualified.split(".")
-    obj = {**ROOTS, "math": math}[root]
+    obj = ROOTS.get(root)
     for part in rest:
-        obj = getattr(obj, part)
-    return obj
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) and not isinstance(obj, type) else None
 
 
 def _value(a, env: dict):
@@ -158,7 +170,10 @@ def _replay_one(graph: dict, args_data: list, params: list, grad: bool) -> dict:
             if op == "placeholder":
                 env[name] = args[params.index(re.fullmatch(r"L\['(\w+)'\]", node["source"]).group(1))]
             elif op == "call_function":
-                env[name] = _resolve(target)(*_value(node["args"], env), **_value(node["kwargs"], env))
+                fn = resolve(target)
+                if fn is None:
+                    raise ValueError(f"the graph calls {target[:60]!r}, which a replay does not run")
+                env[name] = fn(*_value(node["args"], env), **_value(node["kwargs"], env))
             elif op == "call_method":
                 self, *rest = _value(node["args"], env)
                 env[name] = getattr(self, target)(*rest, **_value(node["kwargs"], env))
