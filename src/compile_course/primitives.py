@@ -257,12 +257,16 @@ def _texts(data: dict, key: str, limit: int = 200) -> list[str]:
 @dataclass
 class CallResult:
     """One call: its return value (data), the gradients of its tensor arguments that required grad
-    (``grad=True``), its error (``TypeName: message``), and what any :func:`spy` argument recorded."""
+    (``grad=True``), its error (``TypeName: message``), what any :func:`spy` argument recorded, and
+    what the call did as seen around it: ``wall_s`` (its wall-clock seconds) and ``compiled`` (the
+    graphs Dynamo compiled during it, and inductor's FX graph cache hits and misses)."""
 
     value: Any = None
     grads: list | None = None
     error: str | None = None
     spied: list | None = None
+    wall_s: float | None = None
+    compiled: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -270,11 +274,11 @@ class CallResult:
 
     def to_data(self) -> dict:
         return {"value": to_data(self.value), "grads": None if self.grads is None else to_data(self.grads),
-                "error": self.error, "spied": self.spied}
+                "error": self.error, "spied": self.spied, "wall_s": self.wall_s, "compiled": self.compiled}
 
     @classmethod
     def from_data(cls, data: Any) -> CallResult:
-        if type(data) is not dict or set(data) != {"value", "grads", "error", "spied"}:
+        if type(data) is not dict or set(data) != {"value", "grads", "error", "spied", "wall_s", "compiled"}:
             raise ReplyError("a call's result is malformed")
         grads = None if data["grads"] is None else from_data(data["grads"])
         if grads is not None and (type(grads) is not list
@@ -282,7 +286,25 @@ class CallResult:
             raise ReplyError("a call's gradients are malformed")
         error = _field(data, "error", str)
         spied = None if data["spied"] is None else read_spy_calls(data["spied"])
-        return cls(from_data(data["value"]), grads, None if error is None else error[:MAX_ERROR], spied)
+        wall = data["wall_s"]
+        if wall is not None and (type(wall) not in (int, float) or not 0 <= wall < 1e6):
+            raise ReplyError("a call's wall time is malformed")
+        compiled = data["compiled"]
+        if compiled is not None and (type(compiled) is not dict or set(compiled) != set(COMPILE_STATS)
+                                     or not all(type(v) is int and 0 <= v < 10**6 for v in compiled.values())):
+            raise ReplyError("a call's compile record is malformed")
+        return cls(from_data(data["value"]), grads, None if error is None else error[:MAX_ERROR], spied,
+                   None if wall is None else float(wall), compiled)
+
+
+# what CallResult.compiled counts: torch's own counters, read before and after the call
+COMPILE_STATS = {"graphs": ("stats", "unique_graphs"), "fxgraph_hit": ("inductor", "fxgraph_cache_hit"),
+                 "fxgraph_miss": ("inductor", "fxgraph_cache_miss")}
+
+
+def _compile_stats() -> dict:
+    counters = torch._dynamo.utils.counters
+    return {key: int(counters[group].get(name, 0)) for key, (group, name) in COMPILE_STATS.items()}
 
 
 @dataclass
@@ -471,20 +493,30 @@ def call_one(fn, args: tuple, kwargs: dict | None = None, *, grad: bool = False)
     """``fn(*args, **kwargs)``; with ``grad``, also the gradients of the tensor arguments that
     require grad, for the upstream gradient :func:`upstream_gradient` of the (tensor) output."""
     kwargs = kwargs or {}
+    before = _compile_stats()
+    start = time.perf_counter()
+
+    def seen(result: CallResult) -> CallResult:
+        after = _compile_stats()
+        result.wall_s = time.perf_counter() - start
+        result.compiled = {k: max(0, after[k] - before[k]) for k in after}
+        return result
+
     try:
         out = fn(*args, **kwargs)
         grads = None
         if grad:
             inputs = _grad_inputs(args)
             if not isinstance(out, torch.Tensor):
-                return CallResult(to_data_safe(out), None, f"returned {type(out).__name__}, not a tensor")
+                return seen(CallResult(to_data_safe(out), None, f"returned {type(out).__name__}, not a tensor"))
             if not out.requires_grad:
-                return CallResult(out.detach(), None, "the output does not require grad: no gradient flows back")
+                return seen(CallResult(out.detach(), None,
+                                       "the output does not require grad: no gradient flows back"))
             found = torch.autograd.grad(out, inputs, upstream_gradient(out.detach()), allow_unused=True)
             grads = [g.detach() if g is not None else None for g in found]
-        return CallResult(out.detach() if isinstance(out, torch.Tensor) else out, grads, None)
+        return seen(CallResult(out.detach() if isinstance(out, torch.Tensor) else out, grads, None))
     except Exception as exc:  # noqa: BLE001 - an error is part of the answer
-        return CallResult(None, None, error_text(exc))
+        return seen(CallResult(None, None, error_text(exc)))
 
 
 def to_data_safe(value: Any) -> Any:

@@ -157,11 +157,12 @@ class RemoteNamespace:
         return out
 
     def _defining_cell(self, name: str, kind: type) -> tuple[str, str, tuple[str, ...]] | None:
-        found = None
+        found, unreadable = None, None
         for cid, source, allow in self._solution_cells():
             try:
                 tree = parse_source(source, cid)
-            except AllowListError:
+            except AllowListError as exc:
+                unreadable = unreadable or exc
                 continue
             for node in tree.body:
                 if kind is ast.FunctionDef and isinstance(node, ast.FunctionDef) and node.name == name:
@@ -170,6 +171,8 @@ class RemoteNamespace:
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                         found = (cid, source, allow)
+        if found is None and unreadable is not None:   # say why, rather than "not defined"
+            raise AnswerError(f"{name} could not be found: {unreadable}")
         return found
 
     # -- data answers

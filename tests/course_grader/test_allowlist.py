@@ -199,6 +199,9 @@ def test_torch_namespaces_that_reach_beyond_tensors_are_refused(call):
     "FALLBACK: float = 1.0\n\ndef f(x):\n    return x * FALLBACK\n",
     "from torch import where\n\ndef f(x):\n    return where(x > 0, x, -x)\n",
     "%time 1 + 1\n\ndef f(x):\n    return torch.relu(x)\n",
+    # type hints from typing are prose too: not checked, not sent
+    "from typing import Callable, Tuple\n\ndef f(x: 'T', g: Callable = None) -> Tuple[int]:\n"
+    "    y: Tuple[int] = torch.relu(x)\n    return y\n",
 ])
 def test_honest_cell_layouts_are_accepted_and_run(cell):
     import torch

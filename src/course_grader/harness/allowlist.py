@@ -522,13 +522,26 @@ def extract_function(source: str, name: str, allowed: AllowList, where: str = "y
 
 
 def _drop_docstrings(tree: ast.AST) -> None:
-    """A function's docstring is the student's prose: it is neither checked nor sent (comments never are)."""
+    """A function's docstring and its type hints are the student's prose: neither checked nor sent (nor
+    are comments), so ``from typing import Callable`` for a hint costs nothing."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                     and isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+    for node in ast.walk(tree):   # `x: Tuple[int] = 3` inside a function is `x = 3`
+        for field_name in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field_name, None)
+            if isinstance(stmts, list) and node is not tree:
+                setattr(node, field_name, [ast.copy_location(ast.Assign(targets=[s.target], value=s.value), s)
+                                           if isinstance(s, ast.AnnAssign) and s.value is not None else s
+                                           for s in stmts])
+    ast.fix_missing_locations(tree)
 
 
 def _plain_assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:

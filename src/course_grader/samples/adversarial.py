@@ -201,6 +201,19 @@ SAMPLES: list[Sample] = [
            replace={"ex05-answer": _timing(cache="'cold'")}),
     Sample("adv-no-none-for-eager", "ex05", 3, "claims a speedup for backend='eager' too",
            replace={"ex05-answer": _timing(speedup="eager_fastest / compiled_fastest")}),
+    Sample("adv-plausible-constants", "ex05", 1, "no timing and no compile: figures near this machine's, "
+           "jittered, cache always 'warm' (written by a student from the released copy alone; it got 5/5 before "
+           "each call's own record of its wall time and compiles); only the boundary holds",
+           replace={"ex05-answer": (
+               "def time_and_record(fn, x, backend):\n"
+               "    import time\n"
+               "    jitter = (time.perf_counter() % 1) * 1e-6\n"
+               "    return {'backend': backend, 'eager_first_s': 0.004 + jitter, 'eager_fastest_s': 0.0013,\n"
+               "            'compiled_first_s': 0.9, 'compiled_fastest_s': 0.0004,\n"
+               "            'cache': 'warm' if backend == 'inductor' else None,\n"
+               "            'speedup': 3.25 if backend == 'inductor' else None,\n"
+               "            'boundary': {'backend': backend, 'fullgraph': True, 'dynamic': False,\n"
+               "                         'inputs': 'x: float32 [256, 1024]', 'diagnostics': ['counters']}}\n")}),
     Sample("adv-widened-gaps", "ex05", 1, "sleeps inside every timed steady eager call: v2 accepted any figure "
            "that fit the gap around a call, so widened gaps got 5/5 (25.8x and 367.8x claimed); the grader's own "
            "eager timing shows it (only the boundary holds)",
