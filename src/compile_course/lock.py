@@ -1,6 +1,6 @@
 """requirements.lock: every package the set-up installs, at its exact version.
 
-requirements.txt pins the 26 packages the course names; pip installs about 175 with
+requirements.txt pins the 29 packages the course names; pip installs about 197 with
 their dependencies. The lock lists all of them (``name==version``, pip's constraints-file
 format), and the set-up installs with ``pip install -r requirements.txt -c requirements.lock``,
 so two set-ups of one checkout get the same packages. tests/test_pins.py checks that the
