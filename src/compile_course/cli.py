@@ -6,6 +6,7 @@
   course workspace            copy new lessons and exercises into work/, never overwriting your changes
   course lab [ARGS...]        JupyterLab on work/, opened at lesson 01 (ARGS go to jupyter lab)
   course release [--check]    regenerate exercises/ from solutions/
+  course publish DEST         the student edition: a git repository without solutions or hidden tests
   course grade DIR [...]      grade a folder of student submissions
   course check FILE           a student's notebook: what the grader will say, public tests included
   course submit FILE --student ID   write the hand-in file handin/ID__exNN_slug.ipynb the grader expects
@@ -171,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["release"]:
         from course_grader.release import main as release_main
         return release_main(argv[1:])
+    if argv[:1] == ["publish"]:
+        from course_grader.publish import main as publish_main
+        return publish_main(argv[1:])
     if argv[:1] == ["drift"]:
         from .drift.cli import main as drift_main
         return drift_main(argv[1:])
@@ -210,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     p_norm.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs it")
     p_norm.set_defaults(func=cmd_normalize)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
+    sub.add_parser("publish", help="the student edition as a git repository (see course publish --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
