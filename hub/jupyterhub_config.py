@@ -1,0 +1,82 @@
+# The class's JupyterHub, on this machine: `.venv/bin/jupyterhub -f hub/jupyterhub_config.py`.
+#
+# One file for the local hub. Its sections are owned apart so that edits merge:
+#   1. hub, proxy and state      (the exchange's helper wrote it; see docs/exchange.md)
+#   2. the hand-in exchange      (course_exchange.hub_config.configure; see docs/exchange.md)
+#   3. spawner and authenticator (the hub's; see docs/hub-*.md)
+#   4. set-up access             (an admin token for scripts and tests, only when one is given)
+#
+# Every value a test or a second hub on the same machine must change comes from the environment:
+#   COURSE_HUB_STATE           state folder (database, cookie secret, pid files, exchange storage)
+#                              default: build/hub in the course checkout
+#   COURSE_HUB_IP              default 127.0.0.1 (the hub's public address, served by the proxy)
+#   COURSE_HUB_PORT            default 8000 (public, the proxy's)
+#   COURSE_HUB_PROXY_API_PORT  default COURSE_HUB_PORT + 1 (the proxy's REST API, 127.0.0.1 only)
+#   COURSE_HUB_API_PORT        default COURSE_HUB_PORT + 2 (the hub's own port, 127.0.0.1 only)
+#   COURSE_EXCHANGE_PORT       default COURSE_HUB_PORT + 3 (the exchange service, 127.0.0.1 only)
+#   COURSE_EXCHANGE_DIR        default STATE/exchange (the exchange's storage, 0700)
+#   COURSE_EXCHANGE_USER       run the exchange as this Unix user (the hub must run as root)
+#   COURSE_HUB_ADMIN_TOKEN     when set: a service `course-admin` with this token may create users,
+#                              groups and tokens through the hub's REST API (tests, set-up scripts)
+import os
+import shutil
+from pathlib import Path
+
+from course_exchange.hub_config import configure
+
+c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
+
+HUB_DIR = Path(__file__).resolve().parent
+COURSE_ROOT = HUB_DIR.parent
+
+# ---- 1. hub, proxy and state ------------------------------------------------------------------------
+STATE = Path(os.environ.get("COURSE_HUB_STATE") or COURSE_ROOT / "build" / "hub").resolve()
+STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
+os.chmod(STATE, 0o700)
+PORT = int(os.environ.get("COURSE_HUB_PORT") or 8000)
+PROXY_API_PORT = int(os.environ.get("COURSE_HUB_PROXY_API_PORT") or PORT + 1)
+HUB_API_PORT = int(os.environ.get("COURSE_HUB_API_PORT") or PORT + 2)
+EXCHANGE_PORT = int(os.environ.get("COURSE_EXCHANGE_PORT") or PORT + 3)
+
+c.JupyterHub.ip = os.environ.get("COURSE_HUB_IP") or "127.0.0.1"
+c.JupyterHub.port = PORT
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = HUB_API_PORT
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = True
+
+# configurable-http-proxy from npm: `npm ci --prefix hub` installs the version hub/package-lock.json pins.
+_local_chp = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+c.ConfigurableHTTPProxy.command = [str(_local_chp) if _local_chp.exists()
+                                   else shutil.which("configurable-http-proxy") or "configurable-http-proxy"]
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{PROXY_API_PORT}"
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "configurable-http-proxy.pid")
+c.ConfigurableHTTPProxy.should_start = True
+
+# ---- 2. the hand-in exchange ------------------------------------------------------------------------
+configure(c, port=EXCHANGE_PORT, storage=Path(os.environ.get("COURSE_EXCHANGE_DIR") or STATE / "exchange"),
+          user=os.environ.get("COURSE_EXCHANGE_USER") or None)
+
+# ---- 3. spawner and authenticator (owned by the hub's docs and tests: docs/hub-*.md) -----------------
+# First version, to be replaced: local users with PAM (JupyterHub's default), servers by
+# LocalProcessSpawner as those users. COURSE_HUB_DEMO=1: any name with the password in
+# COURSE_HUB_DEMO_PASSWORD, every server as the hub's own user (SimpleLocalProcessSpawner): a DEMO,
+# with no isolation between students on disk.
+if os.environ.get("COURSE_HUB_DEMO") == "1":
+    c.JupyterHub.authenticator_class = "dummy"
+    if os.environ.get("COURSE_HUB_DEMO_PASSWORD"):
+        c.DummyAuthenticator.password = os.environ["COURSE_HUB_DEMO_PASSWORD"]
+    c.Authenticator.allow_all = True
+    c.JupyterHub.spawner_class = "simple"
+
+# ---- 4. set-up access -------------------------------------------------------------------------------
+if os.environ.get("COURSE_HUB_ADMIN_TOKEN"):
+    c.JupyterHub.services = [*c.JupyterHub.services,
+                             {"name": "course-admin", "api_token": os.environ["COURSE_HUB_ADMIN_TOKEN"]}]
+    c.JupyterHub.load_roles = [*c.JupyterHub.load_roles,
+                               {"name": "course-admin", "services": ["course-admin"],
+                                "description": "set-up scripts and tests: users, groups, tokens",
+                                "scopes": ["admin:users", "admin:groups", "tokens", "admin:servers",
+                                           "list:services", "read:services"]}]
