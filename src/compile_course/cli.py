@@ -10,6 +10,8 @@
   course grade DIR [...]      grade a folder of student submissions
   course check FILE           a student's notebook: what the grader will say, public tests included
   course submit FILE --student ID   write the hand-in file handin/ID__exNN_slug.ipynb the grader expects
+  course submit FILE                on the class's hub: hand in through its exchange (docs/exchange.md)
+  course collect | return | feedback | handins | deadlines    the hub exchange's commands (docs/exchange.md)
   course drift --torch V      re-run the course under another torch, report what changed
 """
 
@@ -185,8 +187,15 @@ def main(argv: list[str] | None = None) -> int:
         from course_grader.student import check_main
         return check_main(argv[1:])
     if argv[:1] == ["submit"]:
+        from course_exchange.client import in_hub_session
+        if "--student" not in argv and in_hub_session():   # on the class's hub: hand in through its exchange
+            from course_exchange.cli import submit_main as hub_submit_main
+            return hub_submit_main(argv[1:])
         from course_grader.student import submit_main
         return submit_main(argv[1:])
+    if argv[:1] and argv[0] in ("collect", "return", "feedback", "handins", "deadlines"):
+        from course_exchange.cli import COMMANDS
+        return COMMANDS[argv[0]](argv[1:])
     if argv[:1] == ["workspace"]:
         from .workspace import main as workspace_main
         return workspace_main(argv[1:])
@@ -218,6 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
+    sub.add_parser("collect", help="instructor, on the hub: fetch the hand-ins that count "
+                   "(course collect COURSE --to DIR)")
+    sub.add_parser("return", help="instructor, on the hub: return feedback pages and scores "
+                   "(course return COURSE HANDBACK_DIR)")
+    sub.add_parser("feedback", help="student, on the hub: fetch your returned feedback into ~/feedback/COURSE")
+    sub.add_parser("handins", help="student, on the hub: your hand-ins, which counts, which came late")
+    sub.add_parser("deadlines", help="on the hub: show (or, instructors, set) a course's deadlines")
     sub.add_parser("workspace", help="copy new lessons and exercises into your workspace, work/ "
                    "(never overwrites your changes; see course workspace --help)")
     sub.add_parser("new-exercise",
