@@ -42,7 +42,7 @@ course: $(STAMP)
 ##       as a new venv would (a dry run: metadata only, nothing installed); the next set-up installs it.
 .PHONY: lock
 lock:
-	PYTHONPATH=src $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m compile_course.lock
+	PYTHONPATH=src $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m course_tools.lock
 
 ## browser: Debian's chromium for the browser tests (tests/test_site.py, tests/test_lab_roundtrip.py),
 ##          installed once with apt-get when we are root; otherwise those tests are skipped, saying why.
@@ -82,7 +82,7 @@ lab: $(STAMP)
 
 ## site: build the course site alone into build/site/ (Sphinx over the stored outputs, plus a tlparse report)
 site: $(STAMP)
-	$(BIN)/python -m compile_course.site.build
+	$(BIN)/python -m course_tools.site.build
 
 ## outputs: re-execute notebooks and store their normalized outputs (the only writer of stored outputs)
 outputs: $(STAMP)

@@ -16,7 +16,7 @@ os.environ.setdefault("COURSE_TIMING_SCALE", "0.1")
 
 
 def pytest_configure(config):
-    """Kernels for the notebooks come from a warm template (compile_course.warm_kernels).
+    """Kernels for the notebooks come from a warm template (course_tools.warm_kernels).
 
     --nbval-current-env (pyproject's addopts) names this Python's ipykernel; the warm kernel spec
     is that same kernel, forked from a process that has already imported torch. A launch that does
@@ -28,7 +28,7 @@ def pytest_configure(config):
         return
     import tempfile
 
-    from compile_course.warm_kernels.kernelspec import write_kernelspec
+    from course_tools.warm_kernels.kernelspec import write_kernelspec
 
     folder = tempfile.mkdtemp(prefix="course-kernelspec-")
     name = write_kernelspec(Path(folder))
@@ -82,7 +82,7 @@ def _count(counts: dict[str, int]) -> None:
 def pytest_sessionfinish(session):
     import sys
 
-    module = sys.modules.get("compile_course.warm_kernels.provisioner")
+    module = sys.modules.get("course_tools.warm_kernels.provisioner")
     counts = dict(module.launches) if module else {}
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["warm_kernels"] = counts
@@ -116,7 +116,7 @@ def seed_compiled_kernels():
     five g++ ISA probes and their dlopen checks (~5 CPU-s) again. The folder still misses every graph;
     with an empty default cache (a new machine) it is simply cold all through, as before.
     """
-    from course_grader.cache_store import seed_compiled_kernels
+    from course_grader.pipeline.cache_store import seed_compiled_kernels
 
     def seed(folder):
         folder.mkdir(parents=True, exist_ok=True)

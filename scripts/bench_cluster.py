@@ -71,7 +71,7 @@ def steady_rate(gradebook: Path) -> tuple[float, float, float]:
 
 
 def _use_store(path: str) -> None:
-    from course_grader.cache_store import STORE_ENV
+    from course_grader.pipeline.cache_store import STORE_ENV
 
     os.environ[STORE_ENV] = path
 
@@ -80,9 +80,9 @@ def run(label: str, subs: Path, out: Path, store: Path, address: str | None = No
     """One ``grade_class`` run starting from the empty warm-up store ``store`` (here and on the workers)."""
     import distributed
 
-    from course_grader.cluster import DaskExecutor
-    from course_grader.gradebook import Gradebook
-    from course_grader.orchestrate import grade_class
+    from course_grader.pipeline.cluster import DaskExecutor
+    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.results.gradebook import Gradebook
 
     _use_store(str(store))
     if address is not None:
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-one-worker", dest="one_worker", action="store_false",
                    help="skip the third setting: one worker process with 2 threads")
     args = p.parse_args(argv)
-    from course_grader.cluster import local_cluster
+    from course_grader.pipeline.cluster import local_cluster
 
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     try:

@@ -13,7 +13,7 @@ project = "torch.compile: compilation and graph-break contracts"
 author = "the course authors"
 copyright = "the course authors"
 
-extensions = ["myst_nb", "compile_course.site.published_links"]
+extensions = ["myst_nb", "course_tools.site.published_links"]
 root_doc = "index"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]  # _build: Sphinx's output inside the stage
 
@@ -46,7 +46,7 @@ html_theme_options = {
 }
 # The notebooks carry no math, so Sphinx adds no MathJax script to any page
 # (it does so only on pages with equations). If one ever does, the build's
-# offline check (compile_course.site.build.remote_assets) fails on the CDN URL.
+# offline check (course_tools.site.build.remote_assets) fails on the CDN URL.
 
 # Keep the build's progress short: myst and myst-nb each print their whole
 # configuration (one line of a thousand characters) on every build.

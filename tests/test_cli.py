@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from compile_course.notebooks.normalize import audit_notebook
+from course_tools.notebooks.normalize import audit_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = Path(sys.executable).parent / "course"
@@ -23,7 +23,7 @@ def run(args, **kwargs) -> subprocess.CompletedProcess:
 
 def test_help_does_not_import_torch():
     code = ("import sys\n"
-            "from compile_course.cli import main\n"
+            "from course_tools.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit as exc:\n    code = exc.code\n"
             "print('exit', code)\n"
             "print('torch imported:', 'torch' in sys.modules)\n")
@@ -52,12 +52,12 @@ def test_console_script_help():
 
 
 def test_there_is_no_render_command():
-    proc = run([sys.executable, "-m", "compile_course.cli", "render"])
+    proc = run([sys.executable, "-m", "course_tools.cli", "render"])
     assert proc.returncode == 2 and "invalid choice: 'render'" in proc.stderr
 
 
 def test_unknown_command_fails():
-    proc = run([sys.executable, "-m", "compile_course.cli", "no-such-command"])
+    proc = run([sys.executable, "-m", "course_tools.cli", "no-such-command"])
     assert proc.returncode == 2
     assert "invalid choice" in proc.stderr
 
@@ -84,14 +84,14 @@ def test_course_execute_stores_outputs_in_place():
     build.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=build, prefix="test-cli-") as tmp:
         path = write_notebook(Path(tmp) / "01_tmp.ipynb")
-        proc = run([sys.executable, "-m", "compile_course.cli", "execute", str(path)])
+        proc = run([sys.executable, "-m", "course_tools.cli", "execute", str(path)])
         check_executed(proc, path)
         assert f"build/{Path(tmp).name}/01_tmp.ipynb" in proc.stdout
 
 
 def test_course_execute_on_a_notebook_outside_the_repo(tmp_path):
     path = write_notebook(tmp_path / "nb.ipynb")
-    proc = run([sys.executable, "-m", "compile_course.cli", "execute", str(path)])
+    proc = run([sys.executable, "-m", "course_tools.cli", "execute", str(path)])
     check_executed(proc, path)
 
 
@@ -103,7 +103,7 @@ def test_course_execute_reports_a_broken_notebook(tmp_path):
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(new_code_cell("raise RuntimeError('nope')"))
         nbformat.write(nb, path)
-        proc = run([sys.executable, "-m", "compile_course.cli", "execute", str(path)])
+        proc = run([sys.executable, "-m", "course_tools.cli", "execute", str(path)])
         assert proc.returncode == 1
         assert "FAILED: CellExecutionError" in proc.stdout
 
@@ -115,7 +115,7 @@ def test_course_execute_prints_a_line_as_each_notebook_finishes_and_out_leaves_s
     nb.cells.append(new_code_cell("print('after the error')"))
     nbformat.write(nb, paths[1])
     before = [p.read_bytes() for p in paths]
-    proc = run([sys.executable, "-m", "compile_course.cli", "execute", "--jobs", "2", "--allow-errors",
+    proc = run([sys.executable, "-m", "course_tools.cli", "execute", "--jobs", "2", "--allow-errors",
                 "--out", str(tmp_path / "out"), *map(str, paths)])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("  [")]
@@ -129,8 +129,8 @@ def test_course_execute_prints_a_line_as_each_notebook_finishes_and_out_leaves_s
 
 
 def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path, capsys):
-    from compile_course.cli import main
-    from compile_course.notebooks.normalize import apply_lab_metadata, lab_metadata
+    from course_tools.cli import main
+    from course_tools.notebooks.normalize import apply_lab_metadata, lab_metadata
 
     path = write_notebook(tmp_path / "nb.ipynb")
     nb = nbformat.read(path, as_version=4)
@@ -150,7 +150,7 @@ def test_course_normalize_rewrites_only_the_notebook_metadata(tmp_path, capsys):
 
 @pytest.mark.parametrize("columns", [60, 100])
 def test_course_run_summary_fits_the_terminal(columns, monkeypatch, capsys):
-    from compile_course.cli import print_summary
+    from course_tools.cli import print_summary
 
     monkeypatch.setenv("COLUMNS", str(columns))
     print_summary([("lessons executed", "8/8 ok", "build/executed/" + "x" * 80), ("HTML pages", "8 + index", "y")])
@@ -164,10 +164,10 @@ def test_course_run_never_overwrites_answers_typed_into_exercises(monkeypatch, c
     the other steps still run, and the run fails (the release itself is tested in test_release.py)."""
     import argparse
 
-    from compile_course import cli
-    from compile_course.site import build as site_build
-    from course_grader import release
+    from course_grader.exercise import release
     from course_grader.samples import demo
+    from course_tools import cli
+    from course_tools.site import build as site_build
 
     answered = tmp_path / "ex02_diagnose.ipynb"
 

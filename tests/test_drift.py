@@ -6,9 +6,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from compile_course.drift.compare import BuildFacts, ChangeKind, compare_notebooks, is_compared
-from compile_course.drift.environment import other_constraints, other_pins, torch_requirement
-from compile_course.drift.report import totals, write_html, write_json
+from course_tools.drift.compare import BuildFacts, ChangeKind, compare_notebooks, is_compared
+from course_tools.drift.environment import other_constraints, other_pins, torch_requirement
+from course_tools.drift.report import totals, write_html, write_json
 
 PINNED = BuildFacts(version="2.14.1+cu130", git_version="5c4886908584aaaa1111bbbb2222cccc3333dddd", cuda="13.0")
 OLDER = BuildFacts(version="2.13.0+cpu", git_version="0123456789abcdef0123456789abcdef01234567", cuda=None)
@@ -146,7 +146,7 @@ def test_torch_requirement_accepts_a_version_or_a_wheel(tmp_path):
 def test_the_drift_venv_installs_with_the_lock_but_not_its_torch_family(tmp_path, monkeypatch):
     import subprocess
 
-    import compile_course.drift.environment as environment
+    import course_tools.drift.environment as environment
 
     commands = []
     monkeypatch.setattr(environment, "venv_dir", lambda label: tmp_path / f"drift-venv-{label}")
@@ -169,7 +169,7 @@ def test_the_drift_venv_installs_with_the_lock_but_not_its_torch_family(tmp_path
 
 
 def test_runs_are_compared_on_a_snapshot_and_a_missing_run_is_reported(tmp_path):
-    from compile_course.drift.cli import compare_all, snapshot
+    from course_tools.drift.cli import compare_all, snapshot
 
     source = tmp_path / "course" / "notebooks"
     source.mkdir(parents=True)
@@ -191,7 +191,7 @@ def test_runs_are_compared_on_a_snapshot_and_a_missing_run_is_reported(tmp_path)
 
 
 def test_the_table_shows_the_line_that_changed_not_a_re_padded_one():
-    from compile_course.drift.report import _changed_lines
+    from course_tools.drift.report import _changed_lines
 
     diff = "\n".join(["--- before", "+++ after", "@@ -1,3 +1,3 @@",
                       "-case   | output                         | ok", "-------+--------------------------------+---",

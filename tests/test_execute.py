@@ -6,8 +6,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from compile_course.notebooks.execute import execute_notebook
-from compile_course.notebooks.normalize import audit_notebook, lab_metadata
+from course_tools.notebooks.execute import execute_notebook
+from course_tools.notebooks.normalize import audit_notebook, lab_metadata
 
 
 def tiny_notebook(path, *, error_cell=True):

@@ -65,7 +65,8 @@ def lesson_links(lessons: Path) -> set[Path]:
 def test_make_lab_serves_the_workspace_so_every_lesson_link_opens(tmp_path_factory):
     """`make lab` runs `course lab`, which serves the student's workspace: every link of every lesson
     (to another lesson, an exercise, the student guide) opens there through a real server."""
-    from compile_course import lab, workspace
+    from compile_course import workspace
+    from course_tools import lab
 
     dry_run = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--port 8899"], cwd=ROOT, capture_output=True,
                              text=True, timeout=60).stdout

@@ -93,7 +93,7 @@ needs_browser = pytest.mark.skipif(not CHROMIUM, reason="no Chromium; as root, `
 
 def test_lab_command_line_as_root_and_as_user(monkeypatch):
     """Without starting anything: the flags that make Lab start as root, at lesson 01, without the news."""
-    from compile_course import lab
+    from course_tools import lab
 
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     command = lab.lab_command(Path("/w"), ["--port", "8899"])

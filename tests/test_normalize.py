@@ -5,8 +5,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from compile_course.notebooks import normalize
-from compile_course.notebooks.normalize import audit_notebook, normalize_notebook, sanitize_rules, sanitize_text
+from course_tools.notebooks import normalize
+from course_tools.notebooks.normalize import audit_notebook, normalize_notebook, sanitize_rules, sanitize_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

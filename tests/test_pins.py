@@ -106,7 +106,7 @@ def test_installed_versions_match_the_pins():
 
 
 def lock() -> dict[str, str]:
-    from compile_course.lock import read_lock
+    from course_tools.lock import read_lock
 
     return read_lock(ROOT / "requirements.lock")
 
@@ -170,7 +170,7 @@ def test_the_set_up_installs_with_the_lock_as_constraints():
 
 
 def test_the_drift_venv_takes_the_lock_without_the_torch_family():
-    from compile_course.lock import without_torch_family
+    from course_tools.lock import without_torch_family
 
     text = (ROOT / "requirements.lock").read_text()
     kept = {line.split("==")[0] for line in without_torch_family(text).splitlines() if "==" in line}
@@ -180,7 +180,7 @@ def test_the_drift_venv_takes_the_lock_without_the_torch_family():
 
 
 def test_the_lock_is_as_make_lock_writes_it():
-    from compile_course.lock import parse, render
+    from course_tools.lock import parse, render
 
     text = (ROOT / "requirements.lock").read_text()
     assert text == render(parse(text)), "requirements.lock was edited by hand: regenerate it with make lock"

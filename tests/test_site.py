@@ -28,9 +28,9 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from compile_course.paths import NOTEBOOKS
-from compile_course.site import traced_lesson
-from compile_course.site.build import REPORT_FOLDER, build_site, remote_assets, stage_folder
-from compile_course.site.published_links import lesson_report_target, published_target
+from course_tools.site import traced_lesson
+from course_tools.site.build import REPORT_FOLDER, build_site, remote_assets, stage_folder
+from course_tools.site.published_links import lesson_report_target, published_target
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from compile_course.notebooks.normalize import RAISES_TAG, VOLATILE_TAG, audit_notebook
+from course_tools.notebooks.normalize import RAISES_TAG, VOLATILE_TAG, audit_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))

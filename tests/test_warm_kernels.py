@@ -1,4 +1,4 @@
-"""Kernels forked from the warm template (compile_course.warm_kernels) against ordinary ones.
+"""Kernels forked from the warm template (course_tools.warm_kernels) against ordinary ones.
 
 ``pytest --nbval`` runs every lesson and solution in warm kernels and compares their outputs
 with the stored ones, which ``course execute`` writes with ordinary kernels. These tests check
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import KernelManager
 
-from compile_course.warm_kernels import provisioner
-from compile_course.warm_kernels.kernelspec import write_kernelspec
+from course_tools.warm_kernels import provisioner
+from course_tools.warm_kernels.kernelspec import write_kernelspec
 
 # A lesson's first cell: after it, an ordinary kernel has imported what the template had.
 FIRST_CELL = """
@@ -184,7 +184,7 @@ def test_the_template_and_its_kernels_end_when_their_owner_closes_it(warm_spec, 
 OWNER = """
 import json, os, sys, time
 from jupyter_client.connect import write_connection_file
-from compile_course.warm_kernels.provisioner import Template
+from course_tools.warm_kernels.provisioner import Template
 template = Template(dict(os.environ))
 connection, _ = write_connection_file(sys.argv[1])
 kernel = template.fork(["-f", connection], dict(os.environ), os.path.dirname(connection))

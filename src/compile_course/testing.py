@@ -5,7 +5,7 @@ functions through ``reference``. In the student's notebook both are a :class:`Na
 the notebook's own variables, so a public test cell is the student's self-check. At grading the
 grader runs the same cell in its own process, where ``student`` reaches the submission only
 through a sandboxed child and every answer comes back as data, and ``reference`` runs the
-course's setup cells in a child that runs no student code (``course_grader.remote``).
+course's setup cells in a child that runs no student code (``course_grader.verdict.remote``).
 
 Every method returns the records of ``compile_course.primitives``; both sides read them with the
 same ``from_data``, so what a test sees in the notebook and at grading has one form.

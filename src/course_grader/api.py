@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
-
-from .discover import STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
-from .handback import MARKER
-from .load import MAX_FILE_BYTES
+from course_grader.intake.discover import STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
+from course_grader.intake.load import MAX_FILE_BYTES
+from course_grader.results.handback import MARKER
 
 __all__ = ["ExerciseInfo", "HandinCheck", "HandinError", "STUDENT_ID_RULE", "check_handin", "exercises",
            "hand_back_folders", "handin_name", "student_id_problem"]
@@ -56,7 +55,7 @@ class HandinCheck:
 
 
 def _read(solutions: Path | None):
-    from .orchestrate import read_exercises
+    from course_grader.pipeline.orchestrate import read_exercises
 
     return read_exercises(solutions or SOLUTIONS, HandinError)
 
@@ -86,7 +85,7 @@ def check_handin(notebook: Path | bytes, student: str, file_name: str, *,
     names ``file_name`` (``exNN_slug.ipynb``; a path part is ignored). Raises :class:`HandinError` for a
     name that is no exercise of the course or a bad student id; every problem with the file's content is
     ``refused`` instead, in the words ``course submit`` uses."""
-    from .student import inspect
+    from course_grader.ui.check import inspect
 
     known = _read(solutions)
     handin_name(student, "ex00")            # the id's own rules, before anything is read
@@ -110,7 +109,7 @@ def check_handin(notebook: Path | bytes, student: str, file_name: str, *,
 
 def _exercise(name: str, known) -> ExerciseInfo:
     """The exercise a file name is for, told as the grader tells it (``exNN_...ipynb``)."""
-    from .discover import exercise_of
+    from course_grader.intake.discover import exercise_of
 
     if not name.endswith(".ipynb"):
         raise HandinError(f"{name or '(no name)'}: not a notebook name (expected exNN_slug.ipynb)")

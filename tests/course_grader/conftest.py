@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_grader.model import Exercise, load_exercises
-from course_grader.release import answered_notebook, student_notebook
+from course_grader.exercise.model import Exercise, load_exercises
+from course_grader.exercise.release import answered_notebook, student_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -140,7 +140,7 @@ HIDDEN_MARK = "HIDDEN-VERDICT-MESSAGE-do-not-show"
 def stub_verdicts(ex: Exercise):
     """``verdict_for`` that needs no sandbox: every test passes when the student's solution cells
     no longer raise the release stub; a hidden test that fails carries ``HIDDEN_MARK``."""
-    from course_grader.context import TestVerdict
+    from course_grader.verdict.context import TestVerdict
 
     def grade(ctx):
         answered = all("NotImplementedError" not in ctx.cells.get(c.course_id, "NotImplementedError")
@@ -154,7 +154,7 @@ def stub_verdicts(ex: Exercise):
 @pytest.fixture
 def grade_fake():
     """``grade_fake(subs, out, **kw)``: ``grade_class`` with ``FakeHost`` and ``stub_verdicts``."""
-    from course_grader.orchestrate import grade_class
+    from course_grader.pipeline.orchestrate import grade_class
 
     def run(subs, out, **kw):
         kw.setdefault("host_factory", lambda hide, cache, limits: FakeHost())

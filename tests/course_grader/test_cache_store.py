@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from course_grader import cache_store
+from course_grader.pipeline import cache_store
 
 
 def test_key_changes_with_the_grader_and_any_exercise():
@@ -62,7 +62,7 @@ def test_publishing_replaces_the_key_and_keeps_few_keys_but_never_one_in_use(tmp
 
 def _probing_verdicts(ex):
     """Every test passes; each grading asks the host one question (a reference measurement)."""
-    from course_grader.context import TestVerdict
+    from course_grader.verdict.context import TestVerdict
 
     def grade(ctx):
         ctx.measure("probe", {"exercise": ex.id})
@@ -124,21 +124,21 @@ def test_grade_class_reuses_an_identical_runs_warm_up_without_grading_the_model_
 
 
 def scores(report):
-    from course_grader.gradebook import Gradebook
+    from course_grader.results.gradebook import Gradebook
 
     with Gradebook(report.gradebook) as book:
         return [(r["student"], r["status"], r["auto_score"]) for r in book.current()]
 
 
 def exercises_points(report):
-    from course_grader.gradebook import Gradebook
+    from course_grader.results.gradebook import Gradebook
 
     with Gradebook(report.gradebook) as book:
         return book.current()[0]["auto_score"]
 
 
 def test_two_graders_of_one_key_warm_up_once(tmp_path, exercises, fake_host, monkeypatch):
-    from course_grader.orchestrate import ReplyCache, warm_up
+    from course_grader.pipeline.orchestrate import ReplyCache, warm_up
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "no-inductor-cache"))  # nothing to seed from
     store = tmp_path / "store"
@@ -197,7 +197,7 @@ import sys, time
 from contextlib import contextmanager
 sys.path.insert(0, sys.argv[3])
 from conftest import FakeHost, stub_verdicts
-from course_grader.orchestrate import grade_class
+from course_grader.pipeline.orchestrate import grade_class
 
 class Stuck:
     def run_cell(self, source, cell_id=""):
@@ -230,7 +230,8 @@ def test_a_resumed_run_sweeps_the_compile_cache_of_a_killed_grader_and_no_live_o
         assert grader.stdout.readline().strip() == "grading"      # its compile cache exists now
         left = [p for p in out.iterdir() if p.name.startswith(cache_store.RUN_FOLDER)]
         assert len(left) == 1 and f"-{grader.pid}-" in left[0].name
-        live = subprocess.Popen([sys.executable, "-c", "import sys, time; from course_grader import cache_store; "
+        live = subprocess.Popen([sys.executable, "-c",
+                                 "import sys, time; from course_grader.pipeline import cache_store; "
                                  "print(cache_store.new_folder(sys.argv[1]), flush=True); time.sleep(600)", str(out)],
                                 stdout=subprocess.PIPE, text=True)
         try:

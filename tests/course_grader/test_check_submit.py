@@ -1,4 +1,4 @@
-"""``course check`` and ``course submit`` (course_grader.student): what a student sees before hand-in
+"""``course check`` and ``course submit`` (course_grader.ui.check): what a student sees before hand-in
 is what ``course grade`` says, and the hand-in file is the one ``course grade`` finds.
 
 One test grades a few bundled samples for real (``grade_class``, the real sandbox and verdicts)
@@ -17,13 +17,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from compile_course.cli import main as course_main
-from course_grader import student
-from course_grader.discover import STUDENT_ID_RULE, discover
-from course_grader.gradebook import Gradebook
-from course_grader.orchestrate import grade_class
-from course_grader.release import answered_notebook, student_notebook
+from course_grader.exercise.release import answered_notebook, student_notebook
+from course_grader.intake.discover import STUDENT_ID_RULE, discover
+from course_grader.pipeline.orchestrate import grade_class
+from course_grader.results.gradebook import Gradebook
 from course_grader.samples import make_samples
+from course_grader.ui import check as student
+from course_tools.cli import main as course_main
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 

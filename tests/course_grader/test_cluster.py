@@ -1,4 +1,4 @@
-"""Grading on a Dask cluster (course_grader.cluster) against a real LocalCluster of worker processes.
+"""Grading on a Dask cluster (course_grader.pipeline.cluster) against a real LocalCluster of worker processes.
 
 The class is a few bundled samples (tests/samples/submissions) of ex02 (measured with
 backend="eager": no inductor compile) and ex06 (no graded test), plus a file the grader
@@ -29,13 +29,13 @@ import psutil
 import pytest
 
 from course_grader import grader_key
-from course_grader.cluster import DaskExecutor
-from course_grader.cluster.worker import RunSpec, WorkerSetupError, _host_for, grading_now, runtime
-from course_grader.context import TestVerdict
-from course_grader.gradebook import Gradebook
-from course_grader.orchestrate import GraderError, check_expectations, grade_class
+from course_grader.pipeline.cluster import DaskExecutor
+from course_grader.pipeline.cluster.worker import RunSpec, WorkerSetupError, _host_for, grading_now, runtime
+from course_grader.pipeline.orchestrate import GraderError, check_expectations, grade_class
+from course_grader.results.gradebook import Gradebook
 from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
+from course_grader.verdict.context import TestVerdict
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "samples" / "submissions"
@@ -138,7 +138,7 @@ def recorded(gradebook: Path, mode: str = "ro") -> int:
 def test_a_killed_client_resumes_from_its_gradebook(tmp_path, cluster, local):
     address, _ = cluster
     subs, out = copy_class(tmp_path / "class"), tmp_path / "out"
-    cmd = [sys.executable, "-m", "compile_course.cli", "grade", str(subs), "--out", str(out),
+    cmd = [sys.executable, "-m", "course_tools.cli", "grade", str(subs), "--out", str(out),
            "--scheduler", address, "--no-progress"]
     client_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + WAIT_S
@@ -161,10 +161,10 @@ def test_without_the_option_grading_never_imports_dask(tmp_path):
     subs.mkdir()
     for name in ("correct__ex06_check_understanding", "bad-empty__ex01_capture_boundary"):
         shutil.copy(SAMPLES / f"{name}.ipynb", subs)
-    probe = ("import json, sys\nfrom course_grader.cli import main\n"
+    probe = ("import json, sys\nfrom course_grader.ui.grade import main\n"
              f"rc = main([{str(subs)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
              "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed') "
-             "or m.startswith('course_grader.cluster'))]))\n")
+             "or m.startswith('course_grader.pipeline.cluster'))]))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=WAIT_S)
     rc, loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert rc == 0 and loaded == [], done.stderr[-2000:]
@@ -257,11 +257,11 @@ def test_a_worker_that_cannot_confine_refuses_unless_unconfined(monkeypatch):
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr("course_grader.sandbox.host._USERNS_REFUSAL", [confine.USERNS_SETTINGS])  # userns off
-    monkeypatch.setattr("course_grader.cluster.worker._HOSTS", {})     # this process's hosts, restored after
+    monkeypatch.setattr("course_grader.pipeline.cluster.worker._HOSTS", {})     # this process's hosts, restored after
     spec = RunSpec(("/nonexistent",), None, False, False, grader_key(), runtime())
     with pytest.raises(WorkerSetupError, match="not root"):
         _host_for(spec.with_key())
-    monkeypatch.setattr("course_grader.cluster.worker._HostState", lambda spec: "a host")
+    monkeypatch.setattr("course_grader.pipeline.cluster.worker._HostState", lambda spec: "a host")
     unconfined = RunSpec(*[getattr(spec, f) for f in ("hide", "limits", "warm", "progress", "grader_key", "runtime",
                                                        "host_factory", "verdict_for")], unconfined=True).with_key()
     assert _host_for(unconfined) == "a host"
@@ -269,7 +269,7 @@ def test_a_worker_that_cannot_confine_refuses_unless_unconfined(monkeypatch):
 
 @pytest.mark.parametrize("argv", [["--cluster", "local:0"], ["--cluster", "ssh:2"], ["--cluster", "local:two"]])
 def test_cluster_option_usage_errors_exit_2(tmp_path, argv, capsys):
-    from course_grader.cli import main
+    from course_grader.ui.grade import main
 
     assert main([str(tmp_path), "--out", str(tmp_path / "out"), *argv]) == 2
     assert "--cluster takes local:N" in capsys.readouterr().err

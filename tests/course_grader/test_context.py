@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.allowlist import AllowList
-from course_grader.context import AnswerError, GradeContext, TestVerdict
+from course_grader.verdict.allowlist import AllowList
+from course_grader.verdict.context import AnswerError, GradeContext, TestVerdict
 
 
 def ctx(cells: dict[str, str]) -> GradeContext:

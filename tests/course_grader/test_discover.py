@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from course_grader.discover import Candidate, choose, discover
+from course_grader.intake.discover import Candidate, choose, discover
 
 
 def _reasons(root):
@@ -127,7 +127,7 @@ def test_duplicate_choice_depends_only_on_the_files():
     ("ada lovelace", "' ' (U+0020 SPACE)", "'ada-lovelace'"),
 ])
 def test_a_non_ascii_id_is_refused_with_the_rule_and_an_ascii_id_to_use(tmp_path, sid, shown, suggestion):
-    from course_grader.discover import STUDENT_ID_RULE
+    from course_grader.intake.discover import STUDENT_ID_RULE
 
     (tmp_path / sid).mkdir()
     (tmp_path / sid / "ex01_capture_boundary.ipynb").write_text("{}")

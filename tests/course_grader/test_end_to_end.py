@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import nbformat
 
-from course_grader.gradebook import Gradebook
-from course_grader.orchestrate import _verdict_module, grade_class
+from course_grader.pipeline.orchestrate import _verdict_module, grade_class
+from course_grader.results.gradebook import Gradebook
 
 WEAK_FIXTURE = ("def check_equivalent(reference, candidate):\n"
                 "    x = torch.tensor([[0.0, -0.0, float('nan'), 1.0], [-1.0, 2.0, float('inf'), -2.0],"

@@ -6,8 +6,8 @@ import csv
 
 import pytest
 
-from course_grader.export import export_grades, export_review, import_review, neutralise, unneutralise
-from course_grader.gradebook import Gradebook
+from course_grader.results.export import export_grades, export_review, import_review, neutralise, unneutralise
+from course_grader.results.gradebook import Gradebook
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\tx", "\rx", "=HYPERLINK(\"http://x\")"])
@@ -100,7 +100,7 @@ def _graded_ex06(tmp_path, submission, grade_fake, students=("rae",)):
 
 def test_rejected_rows_keep_what_was_typed_with_the_reason_and_only_scores_are_counted(
         tmp_path, submission, grade_fake, exercises, capsys):
-    from course_grader.cli import main as grade_main
+    from course_grader.ui.grade import main as grade_main
 
     report = _graded_ex06(tmp_path, submission, grade_fake, ("rae", "sol"))
     sheet = report.out_dir / "review.csv"
@@ -143,7 +143,7 @@ def test_rejected_rows_keep_what_was_typed_with_the_reason_and_only_scores_are_c
 
 
 def _cli_import(sheet, out, capsys):
-    from course_grader.cli import main as grade_main
+    from course_grader.ui.grade import main as grade_main
 
     code = grade_main(["--import-review", str(sheet), "--out", str(out)])
     return code, capsys.readouterr()

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from course_grader.feedback import UnsafePath, page_path
+from course_grader.results.feedback import UnsafePath, page_path
 
 
 def _all_output_text(out_dir) -> str:
@@ -78,7 +78,7 @@ def test_a_hostile_file_name_cannot_write_outside_the_output_folder(tmp_path, su
 
 
 def test_a_written_answer_shows_question_answer_score_and_comment(tmp_path, submission, grade_fake, exercises):
-    from course_grader.gradebook import Gradebook
+    from course_grader.results.gradebook import Gradebook
 
     ex = exercises["ex06"]
     first = ex.answers[0]
@@ -94,7 +94,7 @@ def test_a_written_answer_shows_question_answer_score_and_comment(tmp_path, subm
         [row] = book.current()
         [item] = [a for a in book.answers(row["key"]) if a["cell_id"] == first.course_id]
         book.set_review(row["key"], first.course_id, 1.0, "Right idea.")
-        from course_grader.feedback import render_all
+        from course_grader.results.feedback import render_all
 
         render_all(book, report.out_dir)
     page = (report.out_dir / "feedback" / "gil" / f"{ex.name}.html").read_text()
@@ -113,7 +113,7 @@ GRAPH_BREAK_LOG = (__import__("pathlib").Path(__file__).parent / "data" / "graph
 
 
 def test_the_grader_frames_leave_a_graph_break_log_and_the_student_frames_stay():
-    from course_grader.feedback import hide_grader_frames
+    from course_grader.results.feedback import hide_grader_frames
 
     text = GRAPH_BREAK_LOG.read_text(encoding="utf-8")
     assert "course_grader/sandbox/template.py" in text and "IPython/core" in text   # the recording has them
@@ -139,7 +139,7 @@ def test_the_grader_frames_leave_a_graph_break_log_and_the_student_frames_stay()
     '  File "/work/IPythonNotes/x.py", line 1, in g\n    y()',                    # not IPython's package
 ])
 def test_other_text_is_left_as_it_was(text):
-    from course_grader.feedback import hide_grader_frames
+    from course_grader.results.feedback import hide_grader_frames
 
     assert hide_grader_frames(text) == text
 
@@ -164,6 +164,6 @@ def test_the_page_shows_the_cells_output_without_the_grader_frames(tmp_path, sub
     page = (report.out_dir / "feedback" / "hal" / "ex02_diagnose.html").read_text()
     assert "Graph Break Reason" in page and "ipython-input-1-6ee1b99689f9&gt;&#34;, line 5, in f" in page
     assert "course_grader/sandbox" not in page and "IPython/core" not in page
-    with __import__("course_grader.gradebook").gradebook.Gradebook(report.gradebook) as book:
+    with __import__("course_grader.results.gradebook").results.gradebook.Gradebook(report.gradebook) as book:
         [row] = book.current()
         assert any("course_grader/sandbox" in c["output"] for c in book.cells(row["key"]))  # stored as it came

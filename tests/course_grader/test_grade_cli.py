@@ -1,4 +1,4 @@
-"""``course grade`` (course_grader.cli), reached through the ``course`` command: usage errors and instructor actions."""
+"""``course grade`` (course_grader.ui.grade), through the ``course`` command: usage errors and instructor actions."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import csv
 
 import pytest
 
-from compile_course.cli import main as course_main
-from course_grader.cli import main as grade_main
-from course_grader.gradebook import Gradebook
+from course_grader.results.gradebook import Gradebook
+from course_grader.ui.grade import main as grade_main
+from course_tools.cli import main as course_main
 
 
 @pytest.mark.parametrize("argv", [
@@ -58,7 +58,7 @@ def test_import_review_through_the_cli(tmp_path, submission, grade_fake, capsys)
 @pytest.fixture
 def cli_fake(monkeypatch, fake_host, stub_verdicts):
     """``course grade DIR`` through the real CLI, graded with the test doubles (no sandbox, no store)."""
-    import course_grader.orchestrate as orchestrate
+    import course_grader.pipeline.orchestrate as orchestrate
 
     real = orchestrate.grade_class
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_grader.cli import main as grade_main
-from course_grader.gradebook import Attempt, Gradebook, TestResult
+from course_grader.results.gradebook import Attempt, Gradebook, TestResult
 from course_grader.status import AttemptStatus, TestStatus
+from course_grader.ui.grade import main as grade_main
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,7 +79,7 @@ RUNNER = """
 import sys, time
 sys.path.insert(0, {here!r})
 from conftest import FakeHost, stub_verdicts
-from course_grader.orchestrate import grade_class
+from course_grader.pipeline.orchestrate import grade_class
 
 class SlowHost(FakeHost):
     def measure(self, *a):
@@ -140,7 +140,7 @@ def test_lone_surrogates_in_a_submission_never_stop_the_class(tmp_path, submissi
     reads 0xff as ``\\udcff``): both are graded and stored, and the rest of the class with them."""
     import os
 
-    from course_grader.gradebook import Gradebook
+    from course_grader.results.gradebook import Gradebook
 
     def surrogate_answer(nb):
         cell = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "answer")

@@ -23,7 +23,7 @@ def test_the_hash_covers_code_and_templates_but_not_caches(tmp_path):
     template.write_text(template.read_text() + "\n")
     changed = code_hash(copy)
     assert changed != before
-    runner = copy / "testcells.py"
+    runner = copy / "verdict" / "testcells.py"
     runner.write_text(runner.read_text().replace("MAX_MESSAGE = 4000", "MAX_MESSAGE = 3999"))
     assert code_hash(copy) not in (before, changed)
 
@@ -34,7 +34,7 @@ def test_the_key_keeps_the_version_for_humans_and_is_computed_once():
 
 
 def test_a_changed_grader_regrades_instead_of_keeping_old_verdicts(tmp_path, submission, grade_fake, monkeypatch):
-    import course_grader.orchestrate as orchestrate
+    import course_grader.pipeline.orchestrate as orchestrate
     submission("rae", "ex01")
     first = grade_fake(tmp_path / "subs", tmp_path / "out")
     assert len(first.graded) == 1

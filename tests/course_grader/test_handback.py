@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from course_grader.cli import main as grade_main
+from course_grader.ui.grade import main as grade_main
 
 
 def _mode(path) -> int:

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from course_grader.integrity import PROFILE, RunCell, check, scan
-from course_grader.release import answered_notebook
+from course_grader.exercise.release import answered_notebook
+from course_grader.intake.integrity import PROFILE, RunCell, check, scan
 
 
 def _with_cell(ex, code: str, after_kind="solution"):

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from course_grader.discover import discover
-from course_grader.load import read_submission
+from course_grader.intake.discover import discover
+from course_grader.intake.load import read_submission
 
 
 def _load(tmp_path, content: bytes, name="lee__ex01_capture_boundary.ipynb", **kw):

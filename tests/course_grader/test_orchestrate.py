@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from course_grader.context import TestVerdict
-from course_grader.gradebook import Gradebook
-from course_grader.orchestrate import GraderError, default_out_dir, grade_class
+from course_grader.pipeline.orchestrate import GraderError, default_out_dir, grade_class
+from course_grader.results.gradebook import Gradebook
 from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
+from course_grader.verdict.context import TestVerdict
 
 
 def test_bad_files_are_rejections_and_the_batch_finishes(tmp_path, submission, grade_fake):
@@ -200,7 +200,7 @@ def test_equal_measuring_requests_are_answered_once_per_run(tmp_path, submission
 
 
 def test_a_notebook_that_breaks_matching_is_a_rejection(tmp_path, submission, grade_fake, monkeypatch):
-    import course_grader.orchestrate as orchestrate
+    import course_grader.pipeline.orchestrate as orchestrate
 
     submission("una", "ex01")
     monkeypatch.setattr(orchestrate, "check", lambda ex, nb: (_ for _ in ()).throw(TypeError("odd cell")))
@@ -209,7 +209,7 @@ def test_a_notebook_that_breaks_matching_is_a_rejection(tmp_path, submission, gr
 
 
 def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stub_verdicts):
-    from course_grader.orchestrate import grade_samples
+    from course_grader.pipeline.orchestrate import grade_samples
 
     line, ok = grade_samples(tmp_path / "samples-grading", jobs=2, progress=False,
                              host_factory=lambda *a: fake_host(), verdict_for=stub_verdicts)

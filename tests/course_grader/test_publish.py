@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from course_grader.model import CellKind, load_exercises
-from course_grader.publish import EDITION_MARK, PublishError, hidden_lines, leaks, publish
+from course_grader.exercise.model import CellKind, load_exercises
+from course_grader.exercise.publish import EDITION_MARK, PublishError, hidden_lines, leaks, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -63,7 +63,7 @@ def test_the_lines_looked_for_cover_every_hidden_test():
 def test_edition_holds_the_course_and_nothing_of_the_instructors(edition):
     files = tree_files(edition)
     for wanted in ("notebooks/01_lesson_goals.ipynb", "exercises/ex02_diagnose.ipynb", "exercises/.released.json",
-                   "docs/students.md", "src/course_grader/student.py", "src/compile_course/workspace.py",
+                   "docs/students.md", "src/course_grader/ui/check.py", "src/compile_course/workspace.py",
                    "requirements.txt", "requirements.lock", "pyproject.toml", "README.md", EDITION_MARK):
         assert wanted in files, wanted
     tops = {name.split("/", 1)[0] for name in files}

@@ -13,9 +13,9 @@ import torch
 
 from compile_course import primitives
 from compile_course.primitives import AnswerError, CallResult, ReplyError, Run
-from course_grader import testcells
-from course_grader.context import GradeContext
 from course_grader.harness import child
+from course_grader.verdict import testcells
+from course_grader.verdict.context import GradeContext
 
 MODEL = ("def safe_normalize_rewrite(x):\n    norm = x.norm()\n    positive = norm > 0\n"
          "    return torch.where(positive, x / torch.where(positive, norm, torch.ones_like(norm)), x)\n")

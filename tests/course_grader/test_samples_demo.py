@@ -88,9 +88,9 @@ def test_demo_grading_grades_the_cpu_limit_sample_apart_and_writes_one_index(tmp
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (docs/sandbox.md)")
 def test_the_infinite_loop_gets_its_expected_reason_under_the_demo_limits(tmp_path):
     """The real sandbox: the loop sample, graded as course run grades it, still gets zero and a CPU reason."""
-    from course_grader.gradebook import Gradebook
-    from course_grader.model import load_exercises
-    from course_grader.orchestrate import check_expectations, grade_class
+    from course_grader.exercise.model import load_exercises
+    from course_grader.pipeline.orchestrate import check_expectations, grade_class
+    from course_grader.results.gradebook import Gradebook
     from course_grader.samples import _bytes, samples_for
 
     every = samples_for(load_exercises(ROOT / "solutions"))

@@ -1,7 +1,7 @@
 """The allow-list for student code that a measuring process will run.
 
 It lives in ``course_grader.harness`` because both sides use it: the trusted side
-(through ``course_grader.allowlist``) before anything is sent, and the measuring
+(through ``course_grader.verdict.allowlist``) before anything is sent, and the measuring
 process, where only ``course_grader.harness`` is importable, again before it runs
 the code.
 
@@ -96,7 +96,7 @@ def _locked_parse(source: str) -> ast.Module:
         return ast.parse(source)
 
 
-# The grader process replaces this with ``course_grader.integrity.parse`` (one lock for all parsing).
+# The grader process replaces this with ``course_grader.intake.integrity.parse`` (one lock for all parsing).
 PARSER: Callable[[str], ast.Module] = _locked_parse
 
 

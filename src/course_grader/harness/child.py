@@ -6,7 +6,7 @@ again here, builtins limited), builds the arguments the test sent (data, ``code`
 With no function in the payload it answers for a setup cell's function (``reference``).
 
 ``replay(payload)`` runs no student code: it interprets a graph that the grader has validated
-(``course_grader.graphcheck``) on the test's own inputs and replies its outputs and gradients.
+(``course_grader.verdict.graphcheck``) on the test's own inputs and replies its outputs and gradients.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .allowlist import for_cell, load_checked
 
 def setup_namespace(sources: list) -> dict:
     """A fresh namespace with the exercise's setup cells run in it, their printing discarded.
-    (``course_grader.testcells`` builds the test cells' namespace with it too.)"""
+    (``course_grader.verdict.testcells`` builds the test cells' namespace with it too.)"""
     namespace: dict = {"__name__": "__course__"}
     with contextlib.redirect_stdout(io.StringIO()):
         for source in sources:

@@ -7,7 +7,7 @@ Writes ``SAMPLE__exNN_slug.ipynb`` files (the sample's name is the student id) a
 ``expected.json``: what the grader must conclude for each (``status``; ``score``
 ``full``/``zero``/``partial``; where it is known, the exact auto ``points``; and a
 ``reason`` pattern). Samples are built the way ``course release`` builds a student
-copy (``course_grader.release``), answered with the model answers or not, and then
+copy (``course_grader.exercise.release``), answered with the model answers or not, and then
 edited cell by cell:
 
 * for every exercise: correct, unanswered and (two answer cells or more) partial;
@@ -28,8 +28,9 @@ from pathlib import Path
 
 import nbformat
 
-from ..model import CellKind, Exercise, load_exercises
-from ..release import answered_notebook, student_notebook
+from course_grader.exercise.model import CellKind, Exercise, load_exercises
+from course_grader.exercise.release import answered_notebook, student_notebook
+
 from .adversarial import SAMPLES as ADVERSARIAL
 
 HUGE_BYTES = 50 << 20
@@ -230,8 +231,8 @@ def make_samples(solutions_dir: Path, out_dir: Path) -> dict[str, dict]:
 
 def check_graded(samples: Path, graded: Path, exercise: str | None = None) -> int:
     """Print every sample whose grade differs from its expected.json entry; 0 when none does."""
-    from ..gradebook import Gradebook
-    from ..orchestrate import check_expectations
+    from course_grader.pipeline.orchestrate import check_expectations
+    from course_grader.results.gradebook import Gradebook
 
     expected = json.loads((Path(samples) / "expected.json").read_text(encoding="utf-8"))
     if exercise:

@@ -78,12 +78,12 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutio
     one gradebook and one feedback index, and compare every verdict with its expectation.
     ``(one-line summary, the grader worked and every sample got its expected verdict)``.
     ``kwargs`` go to both ``grade_class`` calls (tests pass a fake host)."""
-    from ..export import export_grades, export_review
-    from ..feedback import render_all
-    from ..gradebook import Gradebook
-    from ..model import load_exercises
-    from ..orchestrate import GraderError, check_expectations, grade_class
-    from ..private import seal_tree
+    from course_grader.exercise.model import load_exercises
+    from course_grader.pipeline.orchestrate import GraderError, check_expectations, grade_class
+    from course_grader.results.export import export_grades, export_review
+    from course_grader.results.feedback import render_all
+    from course_grader.results.gradebook import Gradebook
+    from course_grader.results.private import seal_tree
 
     out_dir = Path(out_dir)
     every = samples_for(load_exercises(Path(solutions)))

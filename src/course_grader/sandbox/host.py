@@ -32,8 +32,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_grader import protocol
-from course_grader.protocol import (
+from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, sweep_stale
+from course_grader.sandbox.limits import Limits
+from course_grader.sandbox.proctree import tree_cpu_s
+from course_grader.sandbox.uids import UidLease
+from course_grader.status import CellStatus, FaultKind
+from course_grader.wire import protocol
+from course_grader.wire.protocol import (
     CellReply,
     Exited,
     Measure,
@@ -46,11 +51,6 @@ from course_grader.protocol import (
     Stop,
     TemplateReady,
 )
-from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, sweep_stale
-from course_grader.sandbox.limits import Limits
-from course_grader.sandbox.proctree import tree_cpu_s
-from course_grader.sandbox.uids import UidLease
-from course_grader.status import CellStatus, FaultKind
 
 USERNS_NOTICE = ("not root: each run is confined in user namespaces (a read-only file system, hidden folders and "
                  "your home covered, private /tmp, no network, no capabilities); this user has no cgroup, so CPU is "

@@ -23,8 +23,8 @@ import os
 import resource
 import sys
 
-from course_grader import protocol
-from course_grader.protocol import CellReply, Ready, RunCell
+from course_grader.wire import protocol
+from course_grader.wire.protocol import CellReply, Ready, RunCell
 
 
 class CappedWriter:

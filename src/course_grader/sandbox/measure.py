@@ -5,7 +5,7 @@ Runs in a fresh, confined worker (see ``template.worker``). Only this kind of ru
 the notebook kernel never does. It imports ``course_grader.harness.<harness>``, calls
 ``entry(payload)`` and sends the result, which must be a dict of JSON primitives
 (``protocol.check_json``). An exception becomes ``ok=False`` with one sanitized line;
-the grader turns it into a ``SandboxFault``. A harness may import ``course_grader.protocol``
+the grader turns it into a ``SandboxFault``. A harness may import ``course_grader.wire.protocol``
 (already loaded) and its own ``course_grader.harness`` modules, nothing else of the grader.
 """
 
@@ -15,8 +15,8 @@ import importlib
 import os
 import re
 
-from course_grader import protocol
-from course_grader.protocol import Measure, MeasureReply, Ready
+from course_grader.wire import protocol
+from course_grader.wire.protocol import Measure, MeasureReply, Ready
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_REASON = 300

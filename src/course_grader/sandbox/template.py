@@ -30,9 +30,9 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 # that loaded a kernel built that header again, for one or two kernels. Runs build without it.
 os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
 
-from course_grader import protocol  # noqa: E402
-from course_grader.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
 from course_grader.sandbox import confine, kernel, measure  # noqa: E402  (loaded before any mount hides them)
+from course_grader.wire import protocol  # noqa: E402
+from course_grader.wire.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
 
 STUDENT_MODULES = ["compile_course", "compile_course.comparison", "compile_course.diagnostics",
                    "compile_course.timing", "compile_course.boundary", "compile_course.session",

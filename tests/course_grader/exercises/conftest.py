@@ -1,6 +1,6 @@
 """Fixtures for the exercises' test cells, graded v3-style, with a fake ``measure`` that runs the child in-process.
 
-``grade_with(exercise_id, cells)`` runs the exercise's test cells (``course_grader.testcells.grade``)
+``grade_with(exercise_id, cells)`` runs the exercise's test cells (``course_grader.verdict.testcells.grade``)
 on a ``GradeContext`` whose ``measure`` calls ``course_grader.harness.child.<entry>`` in this process,
 with the payload and
 the reply sent through JSON and ``protocol.check_json`` as the sandbox would. Its
@@ -17,10 +17,10 @@ import json
 
 import pytest
 
-from course_grader import testcells
-from course_grader.context import GradeContext
-from course_grader.orchestrate import ReplyCache, _Measurer
-from course_grader.protocol import check_json
+from course_grader.pipeline.orchestrate import ReplyCache, _Measurer
+from course_grader.verdict import testcells
+from course_grader.verdict.context import GradeContext
+from course_grader.wire.protocol import check_json
 
 _REPLIES = ReplyCache()
 

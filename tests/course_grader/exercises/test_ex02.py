@@ -14,7 +14,7 @@ import io
 import pytest
 
 from compile_course.testing import Namespace
-from course_grader import testcells
+from course_grader.verdict import testcells
 
 RIGHT_BREAKS = ('BREAKS = {"scale_and_report": "print", "scale_by_total": "item", '
                 '"flip_if_negative": "data-dependent branch", "clipped": None, "logged_scale": "logging"}')

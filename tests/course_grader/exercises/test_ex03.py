@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader import testcells
-from course_grader.context import GradeContext
 from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
+from course_grader.verdict import testcells
+from course_grader.verdict.context import GradeContext
 
 RIGHT_A = "PREDICTED_A = [1, 0, 1, 0, 1, 1, 1, 1]"
 RIGHT_B = "PREDICTED_B = [1, 0, 1, 0, 0, 1]"

@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from course_grader.remote import _Shipped
+from course_grader.verdict.remote import _Shipped
 
 FIXTURE = "def check_equivalent(reference, candidate):\n{}\n"
 TESTS = ("ex04-test-faithful", "ex04-test-values", "ex04-test-grad-mode", "ex04-hidden-dtype", "ex04-hidden-shape")

@@ -121,7 +121,7 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(hiding_host):
 
 def test_grader_package_cannot_be_imported_by_the_kernel(host):
     with host.notebook_kernel() as kernel:
-        for module in ("course_grader.testcells", "course_grader.harness", "course_grader.model"):
+        for module in ("course_grader.verdict.testcells", "course_grader.harness", "course_grader.exercise.model"):
             result = kernel.run_cell(f"import {module}")
             assert result.status is CellStatus.ERROR and "ModuleNotFoundError" in result.error, (module, result)
 
@@ -196,7 +196,7 @@ def test_kernel_has_no_grader_module_but_the_sandbox_itself(host):
         out = kernel.run_cell("import sys\n"
                               "print(sorted(m for m in sys.modules if m.startswith('course_grader')))").output
     loaded = ast.literal_eval(out)
-    assert loaded and all(m == "course_grader" or m.startswith(("course_grader.sandbox", "course_grader.protocol",
+    assert loaded and all(m == "course_grader" or m.startswith(("course_grader.sandbox", "course_grader.wire.protocol",
                                                                "course_grader.status")) for m in loaded), loaded
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_grader import protocol
 from course_grader.sandbox import SandboxFault
 from course_grader.status import CellStatus, FaultKind
+from course_grader.wire import protocol
 
 from sandbox_probes import needs_confinement, runs_alive, small_limits
 

@@ -6,8 +6,8 @@ import os
 import pytest
 import torch
 
-from course_grader import protocol
-from course_grader.protocol import CellReply, LineReader, ProtocolError, RunCell
+from course_grader.wire import protocol
+from course_grader.wire.protocol import CellReply, LineReader, ProtocolError, RunCell
 
 
 def test_message_round_trip_and_nonce():

@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from course_grader.protocol import encode_tensor
+from course_grader.wire.protocol import encode_tensor
 
 
 def listing(payload: dict) -> dict:

@@ -1,1 +1,0 @@
-"""Executing and normalizing the course's notebooks (the course site renders them: compile_course.site)."""

@@ -1,0 +1,1 @@
+"""An exercise: its solution notebook parsed once (model), the released copy, the scaffold, answers."""

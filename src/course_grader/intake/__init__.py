@@ -1,0 +1,1 @@
+"""A hand-in's way in: discovery, loading, and the integrity check of its cells."""

@@ -1,0 +1,447 @@
+"""Match a submission's cells to the exercise by course id, restore what is the instructor's, report changes.
+
+What the grader uses from a submission is only:
+
+* the source of each ``solution`` cell (by course id; copies joined in order),
+* the text of each ``answer`` cell (for the review sheet),
+* the student's own extra code cells, which run in the feedback kernel only.
+
+Locked and test cells always come from the exercise, and hidden tests are never
+sent to any kernel, so nothing a student writes there can matter. What is
+*reported* is decided by one course profile, :data:`PROFILE`: every list of
+what is protected lives there, and the static scan (here) and any runtime check
+read the same lists, so they cannot disagree.
+
+Findings are flags (the attempt scores 0 until an instructor clears the flag,
+``course grade --clear-flag``) or notices (shown, no effect on the score).
+Binding a name in the student's own namespace is never a flag, whatever the
+name (``max = 3``, ``class AssertionError(Exception): ...``): the verdicts are
+computed outside the student's process, so it cannot change them. Changing
+shared objects (a library's attributes, the builtins module, ``sys.modules``)
+and reaching for the interpreter's internals (frames, ``gc.get_objects``, ``ctypes``) are
+flags; tidying up (``gc.collect()``) is not.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+from dataclasses import dataclass, field
+
+from course_grader.exercise.model import CellKind, Exercise
+from course_grader.harness.allowlist import strip_magics
+
+# ---------------------------------------------------------------- the course profile
+
+
+@dataclass(frozen=True)
+class CourseProfile:
+    """What the course protects. The one source of these lists for every check."""
+
+    # Libraries whose attributes a submission must not reassign or delete (any alias of them).
+    protected_modules: frozenset[str]
+    # Attribute paths that may be assigned all the same: configuration, not behaviour.
+    allowed_attr_assign: re.Pattern
+    # Modules whose import reaches for the interpreter or the host rather than for the exercise.
+    banned_modules: frozenset[str]
+    # Calls that reach for the interpreter's internals.
+    banned_calls: frozenset[str]
+    # Attributes that walk from an object to frames, code or globals.
+    banned_attrs: frozenset[str]
+    # Dotted paths (after resolving import aliases) that reach the interpreter or the host.
+    banned_dotted: tuple[str, ...]
+    # Names of the notebook machinery.
+    banned_names: frozenset[str]
+
+
+PROFILE = CourseProfile(
+    protected_modules=frozenset({"torch", "compile_course", "numpy", "math", "builtins", "sys", "os",
+                                 "functools", "operator", "time", "random", "IPython", "matplotlib"}),
+    allowed_attr_assign=re.compile(r"(^|\.)config\.|^torch\.backends\.|^os\.environ\b|^(np|numpy)\.random\.seed$"),
+    banned_modules=frozenset({"ctypes", "cffi", "builtins", "_thread", "subprocess", "signal", "socket",
+                              "pty", "marshal", "pdb", "bdb", "sqlite3", "ipykernel", "jupyter_client",
+                              "course_grader", "resource", "mmap", "faulthandler", "tracemalloc"}),
+    banned_calls=frozenset({"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint", "get_ipython",
+                            "setattr", "delattr"}),
+    banned_attrs=frozenset({"__builtins__", "__globals__", "__code__", "__closure__", "__subclasses__", "__dict__",
+                            "__bases__", "__mro__", "__traceback__", "__loader__", "__spec__", "__self__", "__func__",
+                            "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "tb_next",
+                            "gi_frame", "cr_frame", "ag_frame", "co_code", "co_consts", "__class__", "__reduce__",
+                            "__reduce_ex__", "__setattr__", "__delattr__", "__getattribute__"}),
+    banned_dotted=("sys.modules", "sys.settrace", "sys.setprofile", "sys._getframe", "sys.excepthook",
+                   "sys.displayhook", "sys.meta_path", "sys.path_hooks", "sys.monitoring", "os.system", "os.popen",
+                   "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.kill", "os.killpg", "os.dup", "os.setuid",
+                   "os.setgid", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "gc.callbacks",
+                   "inspect.currentframe", "inspect.stack", "inspect.getouterframes", "inspect.trace",
+                   "inspect.getsource", "torch._C._set", "unittest.mock", "importlib.import_module",
+                   "importlib.reload", "importlib.util", "importlib.machinery"),
+    banned_names=frozenset({"__builtins__", "get_ipython", "_ih", "_oh", "In", "Out", "__IPYTHON__"}),
+)
+
+# CPython 3.11's AST constructor keeps its recursion depth in shared state: parsing from several
+# grader threads at once can fail with "AST constructor recursion depth mismatch". Take turns.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(code: str) -> ast.Module:
+    """``ast.parse`` that is safe to call from the grader's worker threads."""
+    with _PARSE_LOCK:
+        return ast.parse(code)
+
+
+# ---------------------------------------------------------------- matching
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str    # "flag" (the attempt scores 0 until cleared) or "notice"
+    where: str       # a course id, or "#N" (1-based position in the submission)
+    text: str
+
+    def line(self) -> str:
+        return f"{self.where}: {self.text}"
+
+
+@dataclass(frozen=True)
+class RunCell:
+    """One cell of the notebook the feedback kernel runs."""
+
+    label: str       # "locked ex01-setup", "solution ex01-rewrite", "your cell #7"
+    source: str
+    role: str        # locked | solution | student
+    cell_id: str = ""    # what the sandbox calls it in its messages: the course id, or "#7"
+
+
+@dataclass
+class Checked:
+    cells: dict[str, str] = field(default_factory=dict)      # solution cell id -> student source (absent = missing)
+    answers: dict[str, str] = field(default_factory=dict)    # answer cell id -> student text
+    run_cells: list[RunCell] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    reject: str = ""     # non-empty: this is not a submission of the exercise
+
+    @property
+    def flags(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "flag"]
+
+    @property
+    def notices(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "notice"]
+
+
+def normalized(text: str) -> str:
+    """Source compared modulo trailing spaces, line endings and blank edges."""
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").strip("\n").split("\n")).strip("\n")
+
+
+@dataclass
+class _SubCell:
+    position: int
+    course_id: str | None
+    cell_type: str
+    source: str
+
+
+def _sub_cells(ex: Exercise, nb: dict) -> tuple[list[_SubCell], list[Finding]]:
+    known = ex.by_id()
+    cells, findings = [], []
+    for position, cell in enumerate(nb.get("cells", [])):
+        meta = cell.get("metadata", {}).get("course")
+        meta = meta if isinstance(meta, dict) else {}
+        cid = meta.get("id") if isinstance(meta.get("id"), str) else None
+        if cid is None and isinstance(cell.get("id"), str) and cell["id"] in known:
+            cid = cell["id"]
+        claimed = meta.get("kind") if isinstance(meta.get("kind"), str) else None
+        if cid is not None and cid not in known and claimed in (CellKind.TEST, CellKind.HIDDEN_TEST):
+            findings.append(Finding("flag", f"#{position + 1}", "a cell the student added claims to be a graded test"))
+        cells.append(_SubCell(position, cid if cid in known else None, cell.get("cell_type", ""),
+                              cell.get("source", "")))
+    return cells, findings
+
+
+def check(ex: Exercise, nb: dict) -> Checked:
+    """Match ``nb`` (a parsed, validated notebook) against ``ex``; scan the student's code."""
+    cells, findings = _sub_cells(ex, nb)
+    out = Checked(findings=findings)
+    if not any(c.course_id for c in cells):
+        out.reject = "none of this exercise's cells were found (wrong notebook, or the cell metadata was stripped)"
+        return out
+    add = out.findings.append
+
+    def copies(cid: str) -> list[_SubCell]:
+        return [c for c in cells if c.course_id == cid]
+
+    for src in ex.cells:
+        if not src.course_id:
+            continue
+        cid, mine = src.course_id, copies(src.course_id)
+        n = len(mine)
+        if src.kind is CellKind.HIDDEN_TEST:
+            if n:
+                add(Finding("flag", cid, "the notebook contains a cell with the id of a hidden test"))
+        elif src.kind in (CellKind.LOCKED, CellKind.TEST):
+            strict = src.kind is CellKind.TEST or src.cell_type == "code"
+            sev = "flag" if strict else "notice"
+            what = "test cell" if src.kind is CellKind.TEST else "locked cell"
+            if n == 0:
+                add(Finding(sev, cid, f"{what} deleted (restored from the instructor's copy)"))
+            if n > 1:
+                add(Finding(sev, cid, f"{what} duplicated {n} times (the instructor's copy is used once)"))
+            if any(c.cell_type != src.cell_type for c in mine):
+                new_types = sorted({c.cell_type for c in mine if c.cell_type != src.cell_type})
+                add(Finding(sev, cid, f"{what} changed from {src.cell_type} to {', '.join(new_types)} (restored)"))
+            if any(normalized(c.source) != normalized(src.source) for c in mine):
+                add(Finding(sev, cid, f"{what} edited (the instructor's version is used instead)"))
+        elif src.kind is CellKind.SOLUTION:
+            code = [c for c in mine if c.cell_type == "code"]
+            if n == 0:
+                add(Finding("notice", cid, "solution cell missing: graded as unanswered"))
+            elif not code:
+                add(Finding("notice", cid, "solution cell is no longer a code cell: graded as unanswered"))
+            elif len(code) > 1:
+                add(Finding("notice", cid, f"solution cell appears {len(code)} times: the copies are read in order"))
+            if code:
+                out.cells[cid] = "\n\n".join(c.source for c in code)
+        elif src.kind is CellKind.ANSWER:
+            if n == 0:
+                add(Finding("notice", cid, "answer cell missing: nothing to review"))
+            elif n > 1:
+                add(Finding("notice", cid, f"answer cell appears {n} times: the copies are joined for review"))
+            out.answers[cid] = "\n\n".join(c.source.strip() for c in mine)
+    out.run_cells = assemble(ex, cells)
+    for label, text, severity in scan(out.run_cells):
+        add(Finding(severity, label, f"static scan: {text}" if severity == "flag" else text))
+    return out
+
+
+def assemble(ex: Exercise, cells: list[_SubCell]) -> list[RunCell]:
+    """The feedback notebook: the instructor's locked code, the student's solution cells, and the
+    student's own code cells right after the source cell they followed.
+
+    Test cells are not part of it: their results come from the trusted verdicts (a public test's
+    message is on the feedback page), and running them here would only cost time. Hidden tests
+    never reach any kernel."""
+    first_seen: dict[str, int] = {}
+    for c in cells:
+        if c.course_id and c.course_id not in first_seen:
+            first_seen[c.course_id] = c.position
+    followers: dict[str | None, list[_SubCell]] = {}
+    anchor = None
+    for c in cells:
+        if c.course_id and first_seen.get(c.course_id) == c.position:
+            anchor = c.course_id
+        elif c.course_id is None and c.cell_type == "code" and c.source.strip():
+            followers.setdefault(anchor, []).append(c)
+    run: list[RunCell] = []
+
+    def add_followers(key) -> None:
+        for c in followers.get(key, []):
+            run.append(RunCell(f"your cell #{c.position + 1}", c.source, "student", f"#{c.position + 1}"))
+
+    add_followers(None)
+    for src in ex.cells:
+        if not src.course_id:
+            continue
+        if src.kind is CellKind.LOCKED and src.cell_type == "code":
+            run.append(RunCell(f"locked {src.course_id}", src.source, "locked", src.course_id))
+        elif src.kind is CellKind.SOLUTION:
+            code = [c for c in cells if c.course_id == src.course_id and c.cell_type == "code"]
+            for c in code:
+                run.append(RunCell(f"solution {src.course_id}", c.source, "solution", src.course_id))
+        add_followers(src.course_id)
+    return run
+
+
+# ---------------------------------------------------------------- static scan
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    """Flags changes to shared objects and reaches for the interpreter; never a plain name binding."""
+
+    def __init__(self, aliases: dict[str, str], profile: CourseProfile):
+        self.p = profile
+        self.aliases = aliases           # local name -> the module or object path it was imported as
+        self.hits: list[tuple[int, str]] = []
+
+    def hit(self, node, text: str) -> None:
+        self.hits.append((getattr(node, "lineno", 0), text))
+
+    def _banned_module(self, name: str) -> bool:
+        root = name.split(".")[0]
+        return name in self.p.banned_modules or root in self.p.banned_modules
+
+    def _resolve(self, dotted: str) -> str:
+        root, _, rest = dotted.partition(".")
+        return self.aliases.get(root, root) + ("." + rest if rest else "")
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            if self._banned_module(alias.name):
+                self.hit(node, f"imports {alias.name}")
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases[root] = root
+
+    def visit_ImportFrom(self, node):
+        mod = node.module or ""
+        if node.level == 0 and self._banned_module(mod):
+            self.hit(node, f"imports from {mod}")
+        for alias in node.names:
+            if alias.name == "*":   # would bind a banned member (gc.get_objects) under a bare name
+                members = (d[len(mod) + 1:] for d in self.p.banned_dotted if d.startswith(mod + "."))
+                if node.level == 0 and mod and any("." not in m and not m.startswith("_") for m in members):
+                    self.hit(node, f"imports * from {mod}")
+                continue
+            full = f"{mod}.{alias.name}" if mod else alias.name
+            if node.level == 0 and (self._banned_module(full) or alias.name in self.p.banned_calls
+                                    or full.startswith(self.p.banned_dotted)):
+                self.hit(node, f"imports {alias.name} from {mod}")
+            self.aliases[alias.asname or alias.name] = full
+
+    def _store(self, target, node, verb: str) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._store(t, node, verb)
+        elif isinstance(target, ast.Starred):
+            self._store(target.value, node, verb)
+        elif isinstance(target, ast.Attribute):
+            dotted = _dotted(target)
+            if dotted is None:
+                # holder[0].attr = ..., f().attr = ...: an attribute of an object reached indirectly
+                base = target.value
+                while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
+                    base = base.value if not isinstance(base, ast.Call) else base.func
+                name = base.id if isinstance(base, ast.Name) else None
+                if name is None or self._is_library(name) or name in self._containers:
+                    self.hit(node, f"{verb} the attribute .{target.attr} of an object it reached indirectly")
+                return
+            full = self._resolve(dotted)
+            if self.p.allowed_attr_assign.search(full):
+                return
+            if full.split(".")[0] in self.p.protected_modules and (dotted.split(".")[0] in self.aliases):
+                self.hit(node, f"{verb} {full} (patching a library)")
+        elif isinstance(target, ast.Subscript):
+            base = _dotted(target.value)
+            if base:
+                full = self._resolve(base)
+                if full.endswith("__dict__") or full in ("sys.modules", "builtins.__dict__") or base == "__builtins__":
+                    self.hit(node, f"writes into {full}")
+
+    def _is_library(self, name: str) -> bool:
+        return self._resolve(name).split(".")[0] in self.p.protected_modules and name in self.aliases
+
+    @property
+    def _containers(self) -> set[str]:
+        # names bound to a list/tuple/dict display holding an imported name: `holder = [torch.testing]`
+        return getattr(self, "_holder_names", set())
+
+    def visit_Assign(self, node):
+        # `out = sys.stdout`: `out` now names a library object, so `out.write = ...` patches it.
+        value = _dotted(node.value)
+        library = value is not None and self._is_library(value.split(".")[0])
+        for t in node.targets:
+            self._store(t, node, "assigns to")
+            if isinstance(t, ast.Name) and library:
+                self.aliases[t.id] = self._resolve(value)
+            if isinstance(t, ast.Name) and isinstance(node.value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+                inner = [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)]
+                if any(self._is_library(n) for n in inner):
+                    self._holder_names = self._containers | {t.id}
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._store(node.target, node, "assigns to")
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._store(node.target, node, "assigns to")
+        self.generic_visit(node)
+
+    def visit_Delete(self, node):
+        for t in node.targets:
+            self._store(t, node, "deletes")
+        self.generic_visit(node)
+
+    def visit_For(self, node):
+        self._store(node.target, node, "assigns to")
+        self.generic_visit(node)
+
+    def visit_With(self, node):
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._store(item.optional_vars, node, "assigns to")
+        self.generic_visit(node)
+
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id in self.p.banned_calls \
+                and self.aliases.get(node.func.id, node.func.id) == node.func.id:
+            self.hit(node, f"calls {node.func.id}()")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        if node.attr in self.p.banned_attrs:
+            self.hit(node, f"uses .{node.attr}")
+        dotted = _dotted(node)
+        if dotted:
+            full = self._resolve(dotted)
+            if full.startswith(self.p.banned_dotted):
+                self.hit(node, f"uses {full}")
+                return
+        self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        # `getattr_from_fqn(g, "gi_frame.f_back")`: the same attributes, reached by a string
+        if isinstance(node.value, str) and len(node.value) < 200:
+            named = [part for part in re.split(r"[^A-Za-z0-9_]+", node.value) if part in self.p.banned_attrs]
+            if named:
+                self.hit(node, f"names .{named[0]} in a string")
+
+    def visit_Name(self, node):
+        if node.id in self.p.banned_names:
+            self.hit(node, f"uses {node.id}")
+
+
+def scan(cells: list[RunCell], profile: CourseProfile = PROFILE) -> list[tuple[str, str, str]]:
+    """``[(cell label, "line N: what", "flag" | "notice"), ...]`` for the student's code cells, in order.
+
+    Code too deeply nested for Python's parser is a notice: it cannot run either.
+
+    Import aliases carry over from cell to cell, as they would in the kernel, and that includes
+    the instructor's locked cells: they are scanned for what they import (``import torch, time``
+    in the setup cell makes ``time.perf_counter = ...`` in a student's cell a patch of the
+    ``time`` module), and only the student's cells (roles ``solution`` and ``student``) report."""
+    aliases: dict[str, str] = {}
+    hits = []
+    for cell in cells:
+        own = cell.role in ("solution", "student")
+        try:
+            tree = parse(strip_magics(cell.source))
+        except (SyntaxError, ValueError):
+            continue  # it cannot run either; the feedback run shows the error
+        except (RecursionError, MemoryError):
+            if own:
+                hits.append((cell.label, "the code is nested too deeply for Python to read (it cannot run)", "notice"))
+            continue
+        scanner = _Scanner(aliases, profile)
+        try:
+            scanner.visit(tree)
+        except RecursionError:
+            scanner.hits.append((1, "the code is nested too deeply to be scanned"))
+        aliases = scanner.aliases
+        if own:
+            hits += [(cell.label, f"line {line}: {text}", "flag") for line, text in scanner.hits]
+    return hits

@@ -1,0 +1,1 @@
+"""The grading pipeline: one submission, a class, warm-up, scheduling, the reply cache."""

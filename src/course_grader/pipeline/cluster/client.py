@@ -1,0 +1,164 @@
+"""The client's side of cluster grading: submit each submission as a Dask task, take attempts back.
+
+``DaskExecutor(address).session(...)`` is what ``grade_class(..., executor=...)`` uses in place of
+a local host and thread pool. It sends every worker a :func:`worker.prepare_task` (start its
+host, warm it with the run's exercises), submits one :func:`worker.grade_task` per submission and
+yields the results as they complete (``distributed.as_completed``) to ``orchestrate._grade_jobs``,
+which records them in this process's gradebook. A second run (a measuring timeout or a dead child
+in the first) is submitted alone, after every first run has finished, as in local grading.
+
+What happens when things die:
+
+* a worker dies mid-task: the scheduler hands the task to another worker; nothing of the dead
+  run reached the gradebook, since only a finished task's result is ever recorded, and the new
+  run is a first run like any other (the lost one is not a "try"). A task that has killed
+  ``distributed.scheduler.allowed-failures`` workers (default 3) ends as ``KilledWorker``: a
+  grader fault for that submission, never recorded, graded again by the next run;
+* this process dies: the gradebook holds every attempt recorded so far (one transaction each),
+  and the next run skips them by attempt key, as a local run does;
+* a worker cannot set up (``WorkerSetupError``): the run stops with ``GraderError``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from distributed import Client, as_completed
+from distributed.client import FutureCancelledError
+
+from .worker import (
+    PLUGIN_NAME,
+    HostsPlugin,
+    RunSpec,
+    WorkerSetupError,
+    grade_task,
+    prepare_task,
+    release,
+    run_stats,
+    runtime,
+)
+
+CONNECT_TIMEOUT_S = 60
+PREPARE_PRIORITY = 100      # a worker warms up before it grades (Dask runs higher priorities first)
+
+
+def _killed_worker_type():
+    from distributed.scheduler import KilledWorker
+
+    return KilledWorker
+
+
+class ClusterSession:
+    """One grading run on a cluster: ``first_pass``, ``alone``, then the workers' warm-up figures."""
+
+    def __init__(self, client: Client, spec: RunSpec):
+        self.client, self.spec = client, spec
+        self.warm_s = 0.0
+        self.cached_replies = 0
+        self.sandbox_notices: list[str] = []      # what a worker's sandbox could not set up, by worker
+        self.cache_reused = False                 # every worker started from its machine's stored warm-up
+
+    def _key(self, job, final: bool) -> str:
+        # deterministic: a task already queued for the same run and submission is reused, never doubled
+        return f"course-grade-{self.spec.key}-{job.key[:24]}-{'alone' if final else 'first'}"
+
+    def _prepare(self, todo) -> list:
+        """One ``prepare_task`` per worker now in the cluster, ahead of any submission: each starts its
+        host and warms it with every exercise of the run, two at a time, as ``grade_class`` does."""
+        exercises = list({job.ex.id: job.ex for job in todo}.values())
+        return [self.client.submit(prepare_task, self.spec, exercises, workers=[address], allow_other_workers=False,
+                                   priority=PREPARE_PRIORITY, key=f"course-prepare-{self.spec.key}-{n}-{address}")
+                for n, address in enumerate(sorted(self.client.nthreads()))]
+
+    def first_pass(self, todo) -> Iterator[tuple[object, object]]:
+        prepared = self._prepare(todo)      # kept until the first pass ends: a released future is cancelled
+        futures = {self.client.submit(grade_task, self.spec, job, False, key=self._key(job, False)): job
+                   for job in todo}
+        try:
+            for fut in as_completed(list(futures), loop=self.client.loop):
+                job = futures.pop(fut)
+                self._stop_on_setup_error(fut)
+                yield job, self._outcome(fut)
+        finally:
+            for fut in [*futures, *prepared]:      # grading futures are left only when the run stops early
+                fut.cancel()
+
+    def alone(self, job):
+        fut = self.client.submit(grade_task, self.spec, job, True, key=self._key(job, True))
+        self._stop_on_setup_error(fut)
+        return self._outcome(fut)()
+
+    def _stop_on_setup_error(self, fut) -> None:
+        from ..orchestrate import GraderError
+
+        try:
+            error = fut.exception()      # waits for the task; None when it succeeded
+        except Exception:  # noqa: BLE001 - cancelled or lost: ``_outcome`` reports it for this submission
+            return
+        if isinstance(error, WorkerSetupError):
+            raise GraderError(f"a worker cannot grade: {error}")
+
+    def _outcome(self, fut):
+        def result():
+            from ..orchestrate import GraderError
+
+            try:
+                return fut.result()
+            except GraderError:
+                raise
+            except _killed_worker_type() as exc:
+                raise GraderError(f"the workers grading it died ({exc}); graded again by the next run") from None
+            except FutureCancelledError as exc:
+                raise GraderError(f"the cluster dropped the task ({exc}); graded again by the next run") from None
+            except Exception as exc:  # noqa: BLE001 - anything else from the cluster is the grader's fault
+                raise GraderError(f"{type(exc).__name__} on the cluster: {str(exc)[:300]}") from None
+            finally:
+                fut.release()
+
+        return result
+
+    def finish(self) -> None:
+        """Collect the workers' warm-up figures and close this run's hosts on them."""
+        try:
+            stats = self.client.run(run_stats, self.spec.key)
+            self.warm_s = max((s["warm_s"] for s in stats.values()), default=0.0)
+            self.cached_replies = sum(s["cached_replies"] for s in stats.values())
+            self.sandbox_notices = [f"worker {addr}: {n}" for addr, s in sorted(stats.items()) for n in s["notices"]]
+            self.cache_reused = bool(stats) and all(s["cache_reused"] for s in stats.values())
+            self.client.run(release, self.spec.key)
+        except Exception as exc:  # noqa: BLE001 - the grades are recorded; an unreachable worker closes its own
+            print(f"cluster: could not release the workers' hosts ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+class DaskExecutor:
+    """Grade on the Dask cluster whose scheduler is at ``address`` (``tcp://host:8786``)."""
+
+    def __init__(self, address: str):
+        self.address = address
+
+    @contextmanager
+    def session(self, hide: list[Path], limits, warm: bool, progress: bool, host_factory=None,
+                verdict_for=None, unconfined: bool = False, exercise_hashes: dict | None = None
+                ) -> Iterator[ClusterSession]:
+        from course_grader import grader_key
+
+        from ..orchestrate import GraderError, _default_host, _verdict_module
+
+        spec = RunSpec(tuple(str(p) for p in hide), limits, warm, progress, grader_key(), runtime(),
+                       None if host_factory in (None, _default_host) else host_factory,
+                       None if verdict_for in (None, _verdict_module) else verdict_for, unconfined,
+                       tuple(sorted((exercise_hashes or {}).items()))).with_key()
+        try:
+            client = Client(self.address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except OSError as exc:
+            raise GraderError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
+        session = ClusterSession(client, spec)
+        try:
+            client.register_plugin(HostsPlugin(), name=PLUGIN_NAME)
+            yield session
+        finally:
+            session.finish()
+            client.close()

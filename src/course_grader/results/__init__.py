@@ -1,0 +1,1 @@
+"""Results: the gradebook, exports, feedback pages, hand-back, private folders."""

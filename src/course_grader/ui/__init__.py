@@ -1,0 +1,1 @@
+"""The grader's commands: ``course grade`` and the student's ``course check`` / ``course submit``."""

@@ -1,0 +1,350 @@
+"""``student`` and ``reference`` at grading: the test cell's questions, answered by sandboxed children.
+
+A test cell runs in the grader's process (``course_grader.verdict.testcells``). What it asks of
+``student`` goes to a fresh sandboxed child (``course_grader.harness.child.serve``) that runs
+the exercise's setup cells and the student's function, cut out of its cell and allow-listed, and
+replies data. ``reference`` asks the same of a child that runs the setup cells only. The child
+sees the setup cells, the function and the test's arguments; never a test's source, names,
+expected values or the solution's answers.
+
+Verify, don't believe: every reply is read by ``compile_course.primitives``'s ``from_data`` (the one
+validation, so a malformed reply fails the test with a message), and a compile run that claims
+one graph for a call is re-checked: the graph (validated here, torch ops only) is re-run on the
+test's own inputs in a child that runs no student code, and must give the reported output and
+gradients.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from compile_course import primitives as measure
+from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
+from compile_course.testing import code, spy
+from course_grader.verdict import graphcheck
+
+from .allowlist import AllowList, AllowListError, extract_function, parse_source
+from .context import AnswerError as ContextAnswerError
+from .context import GradeContext, excerpt
+
+DEFAULT_PROVIDED = frozenset({"torch", "nn"})
+DEFAULT_IMPORTS = frozenset({"time", "copy"})
+
+
+def _parse(source: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse`` under ``integrity``'s lock: CPython 3.11's AST constructor keeps its recursion depth in
+    shared state, so two grader threads parsing at once can fail ("AST constructor recursion depth mismatch")."""
+    from course_grader.intake.integrity import _PARSE_LOCK
+
+    with _PARSE_LOCK:
+        return ast.parse(source, mode=mode)
+
+
+def setup_names(sources: list[str]) -> frozenset[str]:
+    """Every top-level name the setup cells bind (defs, classes, assignments, imports)."""
+    names: set[str] = set()
+    for source in sources:
+        try:
+            tree = _parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            else:
+                names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return frozenset(names)
+
+
+def allowlist_for(exercise, allow: tuple[str, ...] = ()) -> AllowList:
+    """What a student's function may name: torch, ``nn``, every name the setup cells bind, safe
+    builtins, and a solution cell's ``allow`` list (dotted names; builtin names)."""
+    from course_grader.harness.allowlist import for_cell
+
+    return for_cell(DEFAULT_PROVIDED | setup_names(list(exercise.setup_sources)), DEFAULT_IMPORTS, allow)
+
+
+class _Shipped:
+    """The test cell's own top-level defs and classes, sent to a child under neutral names."""
+
+    def __init__(self, test_source: str):
+        self.defs: dict[str, ast.AST] = {}
+        try:
+            tree = _parse(test_source)
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                self.defs[node.name] = node
+        self.renamed: dict[str, str] = {}
+
+    def expression(self, text: str) -> tuple[str, list[str]]:
+        """``(the expression with shipped names replaced, the shipped definitions it needs)``."""
+        try:
+            tree = _parse(text, mode="eval")
+        except SyntaxError as exc:
+            raise ValueError(f"code({text!r}) is not an expression: {exc.msg}") from None
+        needed = self._needed(tree)
+        return ast.unparse(self._rename(tree)), [self._source(n) for n in needed]
+
+    def _needed(self, tree: ast.AST) -> list[str]:
+        order: list[str] = []
+        queue = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in self.defs]
+        while queue:
+            name = queue.pop(0)
+            if name in order:
+                continue
+            order.append(name)
+            queue += [n.id for n in ast.walk(self.defs[name]) if isinstance(n, ast.Name) and n.id in self.defs]
+        for name in order:
+            self.renamed.setdefault(name, f"_given_{len(self.renamed)}")
+        return order[::-1]
+
+    def _rename(self, tree: ast.AST) -> ast.AST:
+        renamed = self.renamed
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(self, node):  # noqa: N802
+                if node.id in renamed:
+                    return ast.copy_location(ast.Name(renamed[node.id], node.ctx), node)
+                return node
+
+            def visit_FunctionDef(self, node):  # noqa: N802
+                self.generic_visit(node)
+                node.name = renamed.get(node.name, node.name)
+                _drop_docstring(node)
+                return node
+
+            visit_ClassDef = visit_FunctionDef  # noqa: N815
+
+        return ast.fix_missing_locations(Rename().visit(tree))
+
+    def _source(self, name: str) -> str:
+        import copy
+
+        return ast.unparse(self._rename(copy.deepcopy(self.defs[name])))
+
+
+def _drop_docstring(node) -> None:
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        node.body = body[1:] or [ast.Pass()]
+
+
+class RemoteNamespace:
+    """The grading side of ``compile_course.testing.Namespace``: same methods, same records."""
+
+    def __init__(self, ctx: GradeContext, *, student: bool):
+        self.ctx = ctx
+        self.student = student
+        self.setup = list(ctx.exercise.setup_sources)
+        self.test_source = ""
+        self._params: list[str] = []
+
+    # -- where the student's answers are
+    def _solution_cells(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        if not self.student:
+            return []
+        out = []
+        for cell in self.ctx.exercise.solutions:
+            source = self.ctx.cells.get(cell.course_id)
+            if isinstance(source, str):
+                out.append((cell.course_id, source, cell.allow))
+        return out
+
+    def _defining_cell(self, name: str, kind: type) -> tuple[str, str, tuple[str, ...]] | None:
+        found, unreadable = None, None
+        for cid, source, allow in self._solution_cells():
+            try:
+                tree = parse_source(source, cid)
+            except AllowListError as exc:
+                unreadable = unreadable or exc
+                continue
+            for node in tree.body:
+                if kind is ast.FunctionDef and isinstance(node, ast.FunctionDef) and node.name == name:
+                    found = (cid, source, allow)
+                elif kind is ast.Assign and isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                        found = (cid, source, allow)
+        if found is None and unreadable is not None:   # say why, rather than "not defined"
+            raise AnswerError(f"{name} could not be found: {unreadable}")
+        return found
+
+    # -- data answers
+    def answer(self, name: str) -> Any:
+        if not self.student:
+            raise ValueError("reference.answer: the course's own values are in the setup cells")
+        where = self._defining_cell(name, ast.Assign)
+        if where is None:
+            raise AnswerError(f"{name} is not defined in your answer cells: replace the "
+                              f"`raise NotImplementedError(...)` line with `{name} = ...`")
+        try:
+            value = self.ctx.literal(where[0], name)
+        except ContextAnswerError as exc:  # not a literal, too large or deep: the test fails with its message
+            raise AnswerError(str(exc)) from None
+        try:
+            return measure.from_data(measure.to_data(value))
+        except (ReplyError, RecursionError, ValueError, MemoryError) as exc:
+            raise AnswerError(f"{name} is not a plain value: {exc}") from None
+
+    # -- functions
+    def _function(self, name: str) -> dict | None:
+        if not self.student:
+            if name not in setup_names(self.setup):
+                raise ValueError(f"reference: no {name} in the exercise's setup cells")
+            return None
+        where = self._defining_cell(name, ast.FunctionDef)
+        if where is None:
+            raise AnswerError(f"no `def {name}(...)` in your answer cells (replace the "
+                              "`raise NotImplementedError(...)` line with your code)")
+        cid, source, allow = where
+        allowed = self._allowlist(allow)
+        try:
+            checked = extract_function(source, name, allowed, where=cid)
+        except AllowListError as exc:
+            raise AnswerError(str(exc)) from None
+        fn = next(n for n in _parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        self._params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        return {"source": checked, "allow": self._allow_data(allow)}
+
+    def _allowlist(self, allow: tuple[str, ...]) -> AllowList:
+        return allowlist_for(self.ctx.exercise, allow)
+
+    def _allow_data(self, allow: tuple[str, ...]) -> dict:
+        """What the child needs to build the same allow-list (``harness.allowlist.for_cell``)."""
+        allowed = self._allowlist(allow)
+        return {"provided": sorted(allowed.provided), "imports": sorted(allowed.imports), "allow": list(allow)}
+
+    def _args(self, args: tuple, shipped: _Shipped) -> list:
+        out = []
+        for a in args:
+            if isinstance(a, code):
+                expression, defs = shipped.expression(a.expression)
+                out.append({"code": expression, "defs": defs})
+            elif isinstance(a, spy):
+                out.append({"spy": a.name})
+            else:
+                out.append({"value": measure.to_data(a)})
+        return out
+
+    def _ask(self, op: str, name: str, args_list: list, options: dict) -> dict:
+        function = self._function(name)
+        payload = {"setup": self.setup, "function": function, "name": name, "op": op,
+                   "args": args_list, "options": options}
+        reply = self.ctx.measure("serve", payload)
+        if type(reply) is not dict:
+            raise ReplyError("the measuring process replied in an unexpected form")
+        if reply.get("load_error") is not None:
+            raise AnswerError(f"{name} could not be loaded: {excerpt(reply['load_error'], 200)}")
+        return reply
+
+    def call(self, name: str, *args, grad: bool = False) -> CallResult:
+        shipped = _Shipped(self.test_source)
+        reply = self._ask("call", name, self._args(args, shipped), {"grad": bool(grad)})
+        return CallResult.from_data(reply.get("result"))
+
+    def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
+        shipped = _Shipped(self.test_source)
+        reply = self._ask("call_each", name, [self._args(tuple(c), shipped) for c in calls], {"grad": bool(grad)})
+        results = reply.get("results")
+        if type(results) is not list or len(results) != len(calls):
+            raise ReplyError("the measuring process replied with the wrong number of results")
+        return [CallResult.from_data(r) for r in results]
+
+    def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
+                dynamic: bool | None = None, stance: str | None = None, grad: bool = False, like=None) -> Run:
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=False, like=like)[0]
+
+    def compile_each(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
+                     dynamic: bool | None = None, stance: str | None = None, grad: bool = False,
+                     like=None) -> list[Run]:
+        return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True, like=like)
+
+    def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh, like) -> list[Run]:
+        shipped = _Shipped(self.test_source)
+        wire = [self._args(tuple(c), shipped) for c in calls]
+        options = {"backend": str(backend), "fullgraph": bool(fullgraph), "dynamic": dynamic,
+                   "stance": stance, "grad": bool(grad), "fresh": bool(fresh)}
+        reply = self._ask("compile", name, wire, options)
+        runs = reply.get("runs")
+        if type(runs) is not list or len(runs) != (len(calls) if fresh else 1):
+            raise ReplyError("the measuring process replied with the wrong number of compile runs")
+        runs = [Run.from_data(r) for r in runs]
+        if self.student:
+            self._verify(runs, calls, fresh, grad, fullgraph, like)
+        return runs
+
+    def _verify(self, runs: list[Run], calls: tuple, fresh: bool, grad: bool, fullgraph: bool, like) -> None:
+        """Check every graph a call reports against a re-run of it, in one child that runs no student code.
+
+        * A call reported as one captured graph (or, under ``fullgraph=True``, as reusing the run's
+          graph) must get the reported output and gradients when that graph is re-run on the same
+          inputs. Under ``fullgraph=True`` a call that succeeded must have a graph.
+        * With ``like`` (the test's reference, here in the grader), the graph is also re-run on new
+          inputs that the child never saw (same shapes, dtypes and ``requires_grad``, random values
+          from a secret seed) and must agree with ``like`` on them: a graph that only replays the
+          answers it was asked about (constants) fails.
+        """
+        per_call = [(run, 0, calls[i]) for i, run in enumerate(runs)] if fresh else \
+            [(runs[0], i, c) for i, c in enumerate(calls)]
+        seen: dict[int, int] = {}
+        current: dict[int, dict] = {}
+        items, checks = [], []
+        rng = graphcheck.secret_generator()
+        for number, (run, i, args) in enumerate(per_call, 1):
+            start = seen.get(id(run), 0)
+            count = run.graphs_per_call[i]
+            seen[id(run)] = start + count
+            if count:
+                current[id(run)] = run.graphs[start + count - 1]
+            result = run.calls[i]
+            if not result.ok:
+                continue
+            if fullgraph and (count > 1 or id(run) not in current):
+                raise ReplyError(f"call {number}: reported as compiled with fullgraph=True, but with "
+                                 f"{count} graphs of its own and none before it")
+            if count != 1 and not fullgraph:
+                continue   # no graph, or several with breaks between them: a claim that earns nothing
+            graph = current[id(run)]
+            problem = graphcheck.validate(graph)
+            if problem:
+                raise ReplyError(f"call {number}: the graph reported for it cannot be checked ({problem})")
+            items.append({"graph": graph, "args": [measure.to_data(a) for a in args]})
+            checks.append((number, result, False))
+            if like is not None:
+                new_args = graphcheck.new_inputs(args, rng)
+                expected = measure.call_one(like, graphcheck.fresh_copies(new_args), grad=grad)
+                if expected.ok:
+                    items.append({"graph": graph, "args": [measure.to_data(a) for a in new_args]})
+                    checks.append((number, expected, True))
+        if not items:
+            return
+        reply = self.ctx.measure("replay", {"items": items, "params": self._params, "grad": bool(grad)})
+        replies = reply.get("results") if type(reply) is dict else None
+        if type(replies) is not list or len(replies) != len(items):
+            raise ReplyError("re-running the captured graphs gave no readable result")
+        for (number, wanted, new), one in zip(checks, replies, strict=True):
+            if new:
+                why = graphcheck.disagreement_with_reference(one, wanted, grad)
+                if why:
+                    raise ReplyError(f"call {number}: its captured graph, re-run on new inputs, {why}: "
+                                     "it does not compute what the reference computes")
+            else:
+                why = graphcheck.disagreement(one, wanted, grad)
+                if why:
+                    raise ReplyError(f"call {number}: re-running its captured graph {why}")
+
+    def time(self, name: str, *args, backend: str | None = None, calls: int = 20, now: bool = False) -> Timing:
+        shipped = _Shipped(self.test_source)
+        options = {"backend": backend, "calls": int(calls)}
+        if now:   # a question no earlier one equals: measured now, never answered from the run's cache
+            import secrets
+
+            options["now"] = secrets.token_hex(8)
+        reply = self._ask("time", name, self._args(args, shipped), options)
+        return Timing.from_data(reply.get("timing"))

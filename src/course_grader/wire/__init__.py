@@ -1,0 +1,1 @@
+"""The format between the grader and its children: messages both sides import."""
