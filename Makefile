@@ -80,6 +80,13 @@ LAB_ARGS ?=
 lab: $(STAMP)
 	$(BIN)/course lab $(LAB_ARGS)
 
+## hub: the class's JupyterHub on this machine (hub/jupyterhub_config.py, sqlite, configurable-http-proxy from npm).
+##      As root: students log in with their Unix accounts, each server runs as its student. Otherwise a DEMO with
+##      no isolation on disk between students. Prints the nbgitpuller link for students (docs/hub-instructors.md).
+.PHONY: hub
+hub: $(STAMP)
+	$(BIN)/python hub/start.py
+
 ## site: build the course site alone into build/site/ (Sphinx over the stored outputs, plus a tlparse report)
 site: $(STAMP)
 	$(BIN)/python -m course_tools.site.build

@@ -59,17 +59,15 @@ c.ConfigurableHTTPProxy.should_start = True
 configure(c, port=EXCHANGE_PORT, storage=Path(os.environ.get("COURSE_EXCHANGE_DIR") or STATE / "exchange"),
           user=os.environ.get("COURSE_EXCHANGE_USER") or None)
 
-# ---- 3. spawner and authenticator (owned by the hub's docs and tests: docs/hub-*.md) -----------------
-# First version, to be replaced: local users with PAM (JupyterHub's default), servers by
-# LocalProcessSpawner as those users. COURSE_HUB_DEMO=1: any name with the password in
-# COURSE_HUB_DEMO_PASSWORD, every server as the hub's own user (SimpleLocalProcessSpawner): a DEMO,
-# with no isolation between students on disk.
-if os.environ.get("COURSE_HUB_DEMO") == "1":
-    c.JupyterHub.authenticator_class = "dummy"
-    if os.environ.get("COURSE_HUB_DEMO_PASSWORD"):
-        c.DummyAuthenticator.password = os.environ["COURSE_HUB_DEMO_PASSWORD"]
-    c.Authenticator.allow_all = True
-    c.JupyterHub.spawner_class = "simple"
+# ---- 3. spawner and authenticator (the hub's: hub/spawner_config.py, docs/hub-admins.md) -------------
+# As root: students log in with their Unix account (PAM) and each server runs as its student
+# (LocalProcessSpawner), homes closed (0700). Otherwise, or with COURSE_HUB_DEMO=1: a DEMO where every
+# server runs as one user, with no isolation on disk (said loudly at start). Every server runs
+# jupyterhub-singleuser from this environment and opens the nbgitpuller link of the student edition.
+# It runs on this same `c`, so it adds to what the sections above set.
+import runpy  # noqa: E402
+
+runpy.run_path(str(HUB_DIR / "spawner_config.py"), init_globals={"c": c})
 
 # ---- 4. set-up access -------------------------------------------------------------------------------
 if os.environ.get("COURSE_HUB_ADMIN_TOKEN"):

@@ -1,0 +1,119 @@
+"""``make hub``: the class's JupyterHub on this machine, from hub/jupyterhub_config.py.
+
+What it does before it starts the hub, each step printed:
+
+1. the proxy: configurable-http-proxy from npm, installed into ``hub/node_modules`` by
+   ``npm ci --prefix hub`` (the version hub/package-lock.json pins) when it is missing;
+2. the student edition (``course publish``): the nbgitpuller link points at it. A first run
+   publishes one into ``build/edition``; later runs use it as it is, since a publish is the
+   instructor's own step (``course publish build/edition`` brings your changes to the students);
+   ``COURSE_HUB_EDITION`` names another edition, a path or a git URL;
+3. the mode (hub/spawner_config.py): as root, real Unix users (PAM logins, each server run as its
+   student); otherwise a DEMO with no isolation on disk, with a shared password (one is made up
+   and printed when ``COURSE_HUB_DEMO_PASSWORD`` is not set);
+4. in users mode, whether the students can reach what they need: the shared environment's Python
+   and the edition must be readable by other users (it says which folder is closed, and how to open
+   it or where to install instead);
+5. then it prints the hub's address and the nbgitpuller link for the students, and runs
+   ``jupyterhub -f hub/jupyterhub_config.py`` in the foreground (Ctrl-C stops it and every server).
+
+Settings come from the environment (hub/jupyterhub_config.py's header and hub/spawner_config.py's
+docstring list them): ``COURSE_HUB_PORT`` (default 8000), ``COURSE_HUB_IP``, ``COURSE_HUB_STATE``...
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+HUB_DIR = Path(__file__).resolve().parent
+CHECKOUT = HUB_DIR.parent
+CONFIG = HUB_DIR / "jupyterhub_config.py"
+CHP = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+BIN = Path(sys.executable).parent
+
+
+def step(text: str) -> None:
+    print(f"[hub] {text}", flush=True)
+
+
+def ensure_proxy() -> None:
+    if CHP.exists() or shutil.which("configurable-http-proxy"):
+        step(f"proxy: {CHP if CHP.exists() else shutil.which('configurable-http-proxy')}")
+        return
+    if shutil.which("npm") is None:
+        raise SystemExit("make hub: the hub's proxy, configurable-http-proxy, comes from npm, and there is no npm "
+                         "here. Install Node.js and npm (Debian: apt-get install nodejs npm), then run make hub again.")
+    step("proxy: npm ci --prefix hub (configurable-http-proxy, the version hub/package-lock.json pins)")
+    subprocess.run(["npm", "ci", "--prefix", str(HUB_DIR), "--no-audit", "--no-fund"], check=True)
+
+
+def ensure_edition() -> str:
+    chosen = os.environ.get("COURSE_HUB_EDITION")
+    if chosen:
+        step(f"student edition: {chosen} (COURSE_HUB_EDITION)")
+        return chosen
+    edition = CHECKOUT / "build" / "edition"
+    if (edition / ".git").is_dir():
+        step(f"student edition: {edition}, as last published (`course publish {edition}` brings your changes)")
+    else:
+        step(f"student edition: publishing one into {edition} (course publish)")
+        subprocess.run([str(BIN / "course"), "publish", str(edition)], check=True, cwd=CHECKOUT)
+    os.environ["COURSE_HUB_EDITION"] = str(edition)
+    return str(edition)
+
+
+def closed_to_others(path: Path, need: int) -> Path | None:
+    """The first folder on the way to ``path`` (or ``path``) that other users cannot pass or read."""
+    path = Path(os.path.realpath(path))
+    for folder in [*reversed(path.parents), path]:
+        mode = folder.stat().st_mode
+        wanted = need if folder == path else stat.S_IXOTH
+        if mode & wanted != wanted:
+            return folder
+    return None
+
+
+def check_reachable(edition: str) -> None:
+    python = Path(os.path.realpath(sys.executable))
+    if (closed := closed_to_others(python, stat.S_IXOTH)) is not None:
+        step(f"WARNING: students cannot reach the shared environment's Python ({python}): {closed} is closed to "
+             "other users. Install the course's environment where every user can read it (as TLJH does in "
+             "/opt/tljh/user; see docs/hub-admins.md), or open that folder (chmod o+x).")
+    if "://" not in edition and (closed := closed_to_others(Path(edition), stat.S_IROTH | stat.S_IXOTH)):
+        step(f"WARNING: students cannot read the student edition: {closed} is closed to other users "
+             "(publish it under a folder everyone can read, e.g. /srv/torch-compile-course-edition).")
+
+
+def main() -> int:
+    ensure_proxy()
+    edition = ensure_edition()
+    demo = os.environ.get("COURSE_HUB_DEMO") == "1" or os.geteuid() != 0
+    if demo:
+        if not os.environ.get("COURSE_HUB_DEMO_PASSWORD"):
+            os.environ["COURSE_HUB_DEMO_PASSWORD"] = secrets.token_urlsafe(9)
+        step("mode: DEMO (every server runs as you, with NO isolation on disk between students); "
+             f"log in with any name and the password {os.environ['COURSE_HUB_DEMO_PASSWORD']}")
+    else:
+        step("mode: users (as root: students log in with their Unix account; each server runs as its student)")
+        check_reachable(edition)
+    ip = os.environ.get("COURSE_HUB_IP") or "127.0.0.1"
+    port = os.environ.get("COURSE_HUB_PORT") or "8000"
+    sys.path.insert(0, str(HUB_DIR))
+    from course_link import student_link
+
+    link = student_link(f"http://{ip}:{port}/", edition, os.environ.get("COURSE_HUB_BRANCH") or "main")
+    step(f"the hub: http://{ip}:{port}/  (logging in opens lesson 01)")
+    step(f"the link for your students (it also brings course updates): {link}")
+    step(f"starting: {BIN / 'jupyterhub'} -f {CONFIG}  (Ctrl-C stops the hub and every student's server)")
+    os.execv(str(BIN / "jupyterhub"), [str(BIN / "jupyterhub"), "-f", str(CONFIG)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
