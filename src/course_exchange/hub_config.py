@@ -26,6 +26,7 @@ ACCESS_SCOPE = f"access:services!service={SERVICE_NAME}"
 SERVICE_SCOPES = ["read:users:name", "read:users:groups"]
 DEFAULT_USER_SCOPES = ["self"]
 DEFAULT_SERVER_SCOPES = ["users:activity!user", "access:servers!server"]
+START_TIMEOUT_S = 300    # the service reads the course's exercises first: ~25 s on 2 busy cores, JupyterHub waits 30
 
 
 def _role(roles: list[dict], name: str, default_scopes: list[str]) -> dict:
@@ -51,6 +52,7 @@ def configure(c, *, port: int, storage: Path, user: str | None = None, client_ur
         "environment": {"COURSE_EXCHANGE_DIR": str(Path(storage).resolve()), "PYTHONUNBUFFERED": "1"},
         "oauth_no_confirm": True,          # a student opening their feedback page is not asked to authorize
         "display": False,                  # no entry in the hub's Services menu: students use course commands
+        "timeout": START_TIMEOUT_S,        # the hub gives up (and exits) when a managed service is not up by then
     }
     if user:
         service["user"] = user

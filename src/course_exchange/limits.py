@@ -11,5 +11,6 @@ MAX_STORED_BYTES_PER_USER = 200 << 20   # all of one student's hand-ins in one c
 MAX_HANDINS_PER_USER = 500          # hand-ins of one student in one course; then 429
 RATE_HANDINS = 30                   # hand-ins a user may make ...
 RATE_WINDOW_S = 60.0                # ... in this many seconds (a sliding window); then 429
+LINGER_S = 5.0                      # after refusing a body, how long the rest is read and dropped
 GROUPS_CACHE_S = 5.0                # how long the hub's answer about a user's groups is reused
 CHECK_WORKERS = 2                   # threads that run the grader's static check (the machine's cores)

@@ -231,12 +231,25 @@ class MeHandler(Base):
 
 @web.stream_request_body
 class HandinUpload(Base):
-    """POST api/courses/C/handins/FILE: the body (streamed, capped) is the notebook."""
+    """POST api/courses/C/handins/FILE: the body (streamed, capped) is the notebook.
+
+    A refusal is sent as soon as it is known (from the headers, or when the body passes the cap), and the
+    rest of the body is then read and dropped for at most ``limits.LINGER_S`` before the connection is
+    closed: closing at once, with the client still sending, resets the connection, and the hub's proxy
+    then answers 503 instead of passing the refusal on. Nothing of a refused body is kept.
+    """
 
     async def prepare(self):
         self._chunks: list[bytes] = []
         self._size = 0
-        self._too_large = False
+        self._answered = False
+        self.request.connection.set_max_body_size(1 << 40)    # the cap is data_received's, which answers 413
+        try:
+            await self.admit()
+        except Refused as exc:
+            self.answer_early(exc)
+
+    async def admit(self) -> None:
         if self.request.method != "POST":
             raise NotAllowedMethod(f"{self.request.method} is not supported on {self.request.path}")
         length = self.request.headers.get("Content-Length")
@@ -246,10 +259,8 @@ class HandinUpload(Base):
             if int(length) > limits.MAX_UPLOAD_BYTES:
                 raise TooLarge(f"the upload is {int(length)} bytes; a hand-in may be at most "
                                f"{limits.MAX_UPLOAD_BYTES} bytes (nothing was stored)")
-        self.request.connection.set_max_body_size(1 << 40)   # the cap is data_received's, which answers 413
         await super().prepare()
         course, file_name = self.path_args
-        self.course = course
         self.student = await self.as_student(course)
         self.ex = self.check_name(file_name)
         self.exchange.take_rate(self.student)
@@ -258,6 +269,23 @@ class HandinUpload(Base):
             raise TooMany(f"your storage in course {course} is full ({count} hand-ins, {size} bytes; at most "
                           f"{limits.MAX_HANDINS_PER_USER} and {limits.MAX_STORED_BYTES_PER_USER} bytes): ask your "
                           "instructor (nothing was stored)")
+
+    def answer_early(self, exc: Refused) -> None:
+        body = json.dumps({"error": str(exc), "status": exc.status}, indent=1).encode()
+        self.clear()
+        self.set_status(exc.status)
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.set_header("Content-Length", str(len(body)))
+        self.set_header("Connection", "close")
+        self.write(body)
+        self.flush()
+        self._answered = True
+        self._chunks.clear()
+        IOLoop.current().call_later(limits.LINGER_S, self.hang_up)
+
+    def hang_up(self) -> None:
+        if not self._finished:
+            self.request.connection.close()
 
     def check_name(self, file_name: str) -> api.ExerciseInfo:
         if not HANDIN_FILE.fullmatch(file_name):
@@ -269,22 +297,18 @@ class HandinUpload(Base):
         return self.exchange.exercises[stem]
 
     def data_received(self, chunk: bytes):
+        if self._answered:
+            return                                   # dropped: the refusal is already on its way
         self._size += len(chunk)
         if self._size > limits.MAX_UPLOAD_BYTES:
-            if not self._too_large:
-                self._too_large = True
-                self._chunks.clear()
-                self.set_status(413)
-                self.set_header("Content-Type", "application/json; charset=utf-8")
-                sent = self.finish(json.dumps({"error": f"the upload passed {limits.MAX_UPLOAD_BYTES} bytes, the most "
-                                                        "a hand-in may be (nothing was stored)", "status": 413}))
-                # stop reading the rest once the refusal is out (a chunked body has no length to refuse early)
-                sent.add_done_callback(lambda _: self.request.connection.close())
+            self.answer_early(TooLarge(f"the upload passed {limits.MAX_UPLOAD_BYTES} bytes, the most a hand-in "
+                                       "may be (nothing was stored)"))
             return
         self._chunks.append(chunk)
 
     async def post(self, course, file_name):
-        if self._too_large:
+        if self._answered:
+            self.finish()                            # the whole body came before the linger ran out
             return
         data = b"".join(self._chunks)
         self._chunks.clear()
