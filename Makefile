@@ -1,14 +1,23 @@
 # Two commands matter:  `make course` runs the course, `make test` tests it.
 # Both create .venv from requirements.txt when it is missing or out of date.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
+# The interpreter the venv is made from: CPython 3.11.2 to 3.13, checked before pip starts
+# (src/course_tools/interpreter.py). Not given: the one the existing venv was made from, else
+# python3.11 or python3 on PATH. A venv is never reused across interpreters: make clean-venv first.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell test -x $(BIN)/python && echo $(BIN)/python || command -v python3.11 || command -v python3)
+endif
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 # Python may cache bytecode: a test run starts dozens of Python processes (kernels, graders,
 # CLI runs) that import the course's own modules, and without the cache each one compiles
 # them again (about 6 % of a test run's CPU, measured). Some machines set this variable.
 unexport PYTHONDONTWRITEBYTECODE
+# The installer, the same on every Python (each brings its own: Debian's 3.11.2 pip 23.0.1, pyenv's 3.11.7
+# 23.2.1). 26.x reads PyPI's metadata files (PEP 658), so `make lock` and the lock's test, which resolve for
+# Pythons other than the venv's, fetch metadata instead of every torch and CUDA wheel.
+PIP_VERSION := 26.3
 # disk space the set-up needs before it starts; pip fails half-way, and obscurely, without it
 SETUP_GIB ?= 7
 
@@ -18,11 +27,19 @@ SETUP_GIB ?= 7
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-$(STAMP): requirements.txt requirements.lock pyproject.toml
-	@echo "[setup 1/3] $(VENV): a virtual environment from $(PYTHON)"
+# the interpreter check runs before every use of the venv (order-only: it never forces a re-install)
+.PHONY: python-check
+python-check:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "set-up: no Python found (PYTHON=$(PYTHON)); the course needs \
+	CPython 3.11.2 to 3.13: give one with PYTHON=, e.g. make test PYTHON=/usr/bin/python3.11" >&2; exit 2; }
+	@$(PYTHON) src/course_tools/interpreter.py --venv $(VENV)
+
+$(STAMP): requirements.txt requirements.lock pyproject.toml | python-check
+	@echo "[setup 1/3] $(VENV): a virtual environment from $(PYTHON) ($$($(PYTHON) -c 'import platform; print(platform.python_version())'))"
 	@$(PYTHON) -c 'import shutil, sys; free = shutil.disk_usage(".").free / 2**30; \
 	sys.exit(0 if free >= $(SETUP_GIB) else f"not enough disk space to set up $(VENV): {free:.1f} GiB free here, the venv needs about $(SETUP_GIB) GiB (torch from PyPI is a CUDA build). Free some space; with TORCH_INDEX set to a CPU-only index about 2 GiB is enough (SETUP_GIB=2).")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip --version | grep -q '^pip $(PIP_VERSION) ' || $(BIN)/python -m pip install --quiet pip==$(PIP_VERSION)
 	@echo "[setup 2/3] the pinned packages of requirements.txt, every dependency at its version in requirements.lock."
 	@echo "            torch from PyPI is a CUDA build:"
 	@echo "            about 2.8 GB to download with its CUDA libraries and 6 GB installed; several minutes."
@@ -30,7 +47,7 @@ $(STAMP): requirements.txt requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --progress-bar on -r requirements.txt -c requirements.lock
 	@echo "[setup 3/3] the course package itself (editable)"
 	$(BIN)/python -m pip install --quiet --no-deps -e .
-	@touch $(STAMP)
+	@$(BIN)/python src/course_tools/interpreter.py --describe > $(STAMP)   # which Python the venv is made from
 	@echo "set-up done: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 
 ## course: execute every lesson notebook (proves they run here), regenerate exercises, grade one sample
@@ -121,5 +138,6 @@ bench: $(STAMP)
 bench-cluster: $(STAMP)
 	$(BIN)/python scripts/bench_cluster.py
 
+## clean-venv: remove .venv (after a failed set-up, or to set up again with another PYTHON=)
 clean-venv:
 	rm -rf $(VENV)

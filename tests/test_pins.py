@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from course_tools.interpreter import LOCK_TARGETS
+
 ROOT = Path(__file__).resolve().parents[1]
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)$")
 
@@ -53,12 +55,16 @@ def test_environment_pip_section_equals_requirements_line_for_line():
     assert [line for line in pip_section() if line.startswith("-e ")] == ["-e ."]
 
 
-def test_python_is_3_11_everywhere():
+def test_python_is_the_supported_range_everywhere():
+    """conda's python is one minor of the range the set-up checks (CPython 3.11.2 to 3.13); pyproject states it."""
+    from course_tools.interpreter import version_problem
+
     conda = [d for d in environment()["dependencies"] if isinstance(d, str) and re.match(r"python\b", d)]
-    assert conda == ["python=3.11"]
+    assert len(conda) == 1 and conda[0].startswith("python=3.")
+    assert version_problem("CPython", (3, int(conda[0].split(".")[1]), 99)) is None, conda
     pyproject = (ROOT / "pyproject.toml").read_text()
     requires = re.search(r'^requires-python\s*=\s*"([^"]+)"', pyproject, re.MULTILINE).group(1)
-    assert requires == ">=3.11,<3.12"
+    assert requires == ">=3.11.2,<3.14"
     assert "pip" in environment()["dependencies"]
 
 
@@ -188,3 +194,24 @@ def test_the_lock_is_as_make_lock_writes_it():
     for bad in ("a>=1\n", "a==1\nA==2\n", "-e .\n"):
         with pytest.raises(ValueError):
             parse(bad)
+
+
+def test_the_venv_has_the_set_ups_pip():
+    """Every venv installs with one pip, whatever its Python brought (the Makefile's PIP_VERSION)."""
+    from importlib.metadata import version
+
+    makefile = (ROOT / "Makefile").read_text()
+    pinned = re.search(r"^PIP_VERSION := (\S+)$", makefile, re.MULTILINE).group(1)
+    assert version("pip") == pinned, "the venv's pip is not the set-up's: make clean-venv, then make test"
+
+
+@pytest.mark.parametrize("target", LOCK_TARGETS)
+def test_the_lock_serves_every_supported_python(target):
+    """pip's resolver for each supported Python (the oldest release of 3.11, 3.12, 3.13; metadata only, wheels
+    only, nothing installed) finds requirements.txt installable under the lock, every package it picks locked at
+    that version. A package whose locked version needs a newer Python (soupsieve 4.1.3 wants 3.11.5) fails here."""
+    from course_tools.lock import resolve_for
+
+    found = resolve_for(target, constraints=ROOT / "requirements.lock")   # raises with pip's words if it cannot
+    locked = lock()
+    assert {name: version for name, version in found.items() if locked.get(name) != version} == {}
