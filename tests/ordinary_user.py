@@ -1,18 +1,26 @@
 """An ordinary (non-root) user for the tests that must see what a real student or instructor sees.
 
 Tests run as root here (CI, containers), but most people who run the course are not root.
-:func:`ordinary_user` creates one system user (``useradd``, once; it stays for later runs)
-and makes this venv's Python reachable by it. That Python may live under a folder closed
-to others (here ``/root/.pyenv``, inside the ``0700`` ``/root``): instead of opening that
-folder to everyone, each closed folder on the way gets one POSIX ACL entry that lets this
-user, and only this user, pass through it (``x``, no listing, no reading). The ACL is
-written as the kernel's ``system.posix_acl_access`` extended attribute, so no ``acl``
-package is needed. Nothing is removed afterwards: another test run may be using it.
+:func:`ordinary_user` creates one system user for this test process (``course-st-PID``,
+``useradd``) and makes this venv's Python reachable by it. That Python may live under a folder
+closed to others (here ``/root/.pyenv``, inside the ``0700`` ``/root``): instead of opening that
+folder to everyone, each closed folder on the way gets one POSIX ACL entry that lets this user,
+and only this user, pass through it (``x``, no listing, no reading). The ACL is written as the
+kernel's ``system.posix_acl_access`` extended attribute, so no ``acl`` package is needed.
+
+**Nothing is left behind.** When the test process ends, its user (with its home) and every ACL
+entry made for it are removed (``atexit``); a folder whose ACL then holds nothing else gets its
+plain mode back. A process that was killed cannot do that: the next process that creates a user
+first removes the users (and their ACL entries) of test processes that are no longer running.
+Each process has its own user, so one run's clean-up never pulls the user from under another's
+(pytest-xdist workers, two checkouts on one machine); ACL edits take a lock file in /tmp in turn.
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
+import fcntl
 import os
 import pwd
 import shutil
@@ -20,9 +28,11 @@ import stat
 import struct
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
-USER_NAME = "course-student"
+USER_PREFIX = "course-st-"   # + the pid of the test process that made it
+LOCK_FILE = Path("/tmp/course-ordinary-user.lock")
 ACL_XATTR = "system.posix_acl_access"
 ACL_VERSION = 2
 USER_OBJ, USER, GROUP_OBJ, GROUP, MASK, OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
@@ -71,18 +81,84 @@ def _closed_folders(target: Path, uid: int, gid: int) -> list[Path]:
     return closed
 
 
-def ordinary_user(name: str = USER_NAME) -> pwd.struct_passwd:
-    """The test user, created if needed, able to run this venv's Python. Root only."""
+@contextmanager
+def _acl_lock():
+    fd = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_traverse(path: Path, uid: int) -> None:
+    """Take ``uid``'s ACL entry off ``path``; with no named entry left, the ACL goes and the plain mode
+    is what it was (its group bits from the ACL's owning-group entry, not the mask)."""
+    try:
+        entries = _acl_entries(path)
+    except FileNotFoundError:
+        return
+    if not any(tag == USER and who == uid for tag, _, who in entries):
+        return
+    kept = [e for e in entries if not (e[0] == USER and e[2] == uid) and e[0] != MASK]
+    if not [e for e in kept if e[0] in (USER, GROUP)]:
+        group_obj = next((perm for tag, perm, _ in kept if tag == GROUP_OBJ), 0)
+        mode = stat.S_IMODE(path.stat().st_mode)
+        os.removexattr(path, ACL_XATTR)
+        os.chmod(path, (mode & ~0o070) | (group_obj << 3))
+        return
+    group_class = 0
+    for tag, perm, _ in kept:
+        if tag in (USER, GROUP, GROUP_OBJ):
+            group_class |= perm
+    kept.append((MASK, group_class, UNDEFINED_ID))
+    kept.sort(key=lambda e: (e[0], e[2]))
+    os.setxattr(path, ACL_XATTR, struct.pack("<I", ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in kept))
+
+
+def _traversed_folders() -> list[Path]:
+    """Every folder above this venv's Python (where :func:`ordinary_user` may have added an entry)."""
+    return list(reversed(Path(os.path.realpath(sys.executable)).parents))
+
+
+def remove_user(entry: pwd.struct_passwd) -> None:
+    """Remove the test user ``entry``, its home and its ACL entries on the way to this Python."""
+    with _acl_lock():
+        for folder in _traversed_folders():
+            remove_traverse(folder, entry.pw_uid)
+    subprocess.run(["userdel", "--force", "--remove", entry.pw_name], capture_output=True)
+
+
+def _remove_stale_users() -> None:
+    """Users of test processes that ended without cleaning up (killed): removed with their ACL entries."""
+    for entry in pwd.getpwall():
+        if not entry.pw_name.startswith(USER_PREFIX):
+            continue
+        pid = entry.pw_name[len(USER_PREFIX):]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            remove_user(entry)
+
+
+_MINE: dict[str, pwd.struct_passwd] = {}
+
+
+def ordinary_user() -> pwd.struct_passwd:
+    """This test process's user, created on first use, able to run this venv's Python; removed, with its
+    ACL entries, when the process ends. Root only."""
     if os.geteuid() != 0:
         raise PermissionError("only root can create the test's ordinary user")
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
-        entry = pwd.getpwnam(name)
+    name = f"{USER_PREFIX}{os.getpid()}"
+    if name in _MINE:
+        return _MINE[name]
+    _remove_stale_users()
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+    entry = pwd.getpwnam(name)
+    _MINE[name] = entry
+    atexit.register(remove_user, entry)
     interpreter = Path(os.path.realpath(sys.executable))
-    for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
-        allow_traverse(folder, entry.pw_uid)
+    with _acl_lock():
+        for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
+            allow_traverse(folder, entry.pw_uid)
     probe = subprocess.run(["runuser", "-u", name, "--", sys.executable, "-c", "import compile_course"],
                            capture_output=True, text=True)
     if probe.returncode != 0:

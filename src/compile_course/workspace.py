@@ -18,6 +18,10 @@ JupyterHub home, and never loses a student's work:
   moves the student's copy aside (``NAME.mine-YYYYmmdd-HHMMSS.ipynb``) and copies the
   new version in.
 
+The workspace is the student's alone: a folder it creates is ``0700`` and a file ``0600`` (on a
+shared machine homes are often ``0755``, and a student's answers are nobody else's to read);
+a sync also closes an existing workspace folder of theirs that others can still enter.
+
 What was copied is recorded in ``work/.course-workspace.json`` (relative path -> SHA-256
 of the bytes copied): a file whose bytes still have that digest is unchanged. Files the
 student adds to the workspace are never touched.
@@ -103,10 +107,26 @@ def _load_state(workspace: Path) -> dict[str, str]:
     return {k: v for k, v in state.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+
+
+def private_folder(path: Path) -> Path:
+    """Create ``path`` and its missing parents ``0700`` (the student's alone); return it."""
+    path = Path(path)
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        os.chmod(folder, PRIVATE_DIR)   # mkdir's mode passes through the umask; this does not
+    return Path(missing[0]) if missing else path
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write ``data`` to ``path`` (``0600``) through a temporary file in the same folder and a rename."""
+    private_folder(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)   # mkstemp: 0600
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -123,7 +143,10 @@ def _save_state(workspace: Path, state: dict[str, str]) -> None:
 def sync(workspace: Path = WORKSPACE, root: Path = ROOT) -> SyncReport:
     """Bring ``workspace`` up to date with the course; never overwrite a file the student changed."""
     workspace = Path(workspace)
-    workspace.mkdir(parents=True, exist_ok=True)
+    private_folder(workspace)
+    st = workspace.stat()
+    if st.st_uid == os.geteuid() and st.st_mode & 0o077:
+        os.chmod(workspace, PRIVATE_DIR)   # made before workspaces were private: close it now
     state = _load_state(workspace)
     report = SyncReport(workspace)
     for rel, source in upstream_files(root).items():

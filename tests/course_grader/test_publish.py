@@ -62,7 +62,7 @@ def test_the_lines_looked_for_cover_every_hidden_test():
 
 def test_edition_holds_the_course_and_nothing_of_the_instructors(edition):
     files = tree_files(edition)
-    for wanted in ("notebooks/01_lesson_goals.ipynb", "exercises/ex02_diagnose.ipynb", "exercises/.released.json",
+    for wanted in ("notebooks/01_lesson_goals.ipynb", "exercises/ex02_diagnose.ipynb", "exercises/.release-record.json",
                    "docs/students.md", "src/course_grader/ui/check.py", "src/compile_course/workspace.py",
                    "requirements.txt", "requirements.lock", "pyproject.toml", "README.md", EDITION_MARK):
         assert wanted in files, wanted

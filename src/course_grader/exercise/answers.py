@@ -70,8 +70,18 @@ def _region_lines(source: str) -> list[tuple[int, int]]:
 
 
 def asked(ex: Exercise) -> list[Asked]:
-    """What each solution and answer cell of ``ex`` asks for, in notebook order."""
+    """What each solution and answer cell of ``ex`` asks for, in notebook order (for a released copy,
+    which holds no model answer, as the release record says)."""
     out: list[Asked] = []
+    if ex.from_release:
+        recorded = list(ex.record.asked if ex.record else ())
+        for cell in ex.cells:
+            if cell.kind is CellKind.ANSWER:
+                out.append(Asked(cell.course_id, TEXT, points=cell.points))
+            elif cell.kind is CellKind.SOLUTION:
+                out += [Asked(a.cell, a.kind, a.name) for a in recorded if a.cell == cell.course_id] \
+                    or [Asked(cell.course_id, CODE)]
+        return out
     for cell in ex.cells:
         if cell.kind is CellKind.ANSWER:
             out.append(Asked(cell.course_id, TEXT, points=cell.points))

@@ -133,6 +133,11 @@ class Exercise:
     cells: tuple[Cell, ...]
     # the parsed nbformat node (read it, do not modify it)
     notebook: Any = field(repr=False, compare=False, default=None)
+    # what the release record knows of this exercise (``release_record.ExerciseRecord``): every cell
+    # version released so far and, for a student's copy, the hidden tests' ids and points
+    record: Any = field(repr=False, compare=False, default=None)
+    # True when read from a released (student) copy: no model answers, no hidden test's code
+    from_release: bool = False
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -224,6 +229,13 @@ class Exercise:
     @property
     def hidden_tests(self) -> list[Cell]:
         return [c for c in self.cells if c.hidden]
+
+    @property
+    def hidden_points(self) -> list[tuple[str, float]]:
+        """``(id, points)`` of every hidden test: from its cells, or from the record for a released copy."""
+        if self.from_release:
+            return [(h.id, h.points) for h in (self.record.hidden if self.record else ())]
+        return [(c.course_id, c.points) for c in self.hidden_tests]
 
     @property
     def answers(self) -> list[Cell]:

@@ -2,7 +2,8 @@
 
 The edition is what students get their course from: a clone, the workspace, or the nbgitpuller link
 of a hub. It holds the lessons, the released exercises (with the release record
-``exercises/.released.json``: what ``course check`` knows of the hidden tests, their ids and points),
+``exercises/.release-record.json``: what ``course check`` knows of the hidden tests, their ids and
+points),
 the student guide, the course's packages (what ``course check``, ``course submit`` and ``course lab``
 run), the requirements and the set-up. It never holds ``solutions/``, ``tests/`` (the samples
 among them), the sample maker, ``build/`` or the course's own git history: the edition's history is
@@ -43,7 +44,8 @@ MIN_LEAK_CHARS = 12   # hidden-test lines shorter than this ("wrong = []") are t
 EDITION: tuple[tuple[str, str], ...] = (
     ("notebooks/[0-9][0-9]_*.ipynb", "the lessons"),
     ("exercises/ex[0-9][0-9]_*.ipynb", "the released exercises"),
-    ("exercises/.released.json", "the release record (hidden tests: ids and points only)"),
+    ("exercises/.released.json", "what the release wrote (`course release` keeps hand edits)"),
+    ("exercises/.release-record.json", "the release record: hidden tests' ids and points, every cell version"),
     ("docs/students.md", "the student guide"),
     ("src/compile_course/**", "the course's helpers and `course workspace`"),
     ("src/course_tools/**", "the `course` command and `course lab`"),

@@ -8,6 +8,11 @@ are removed, outputs and execution counts are cleared, locked and test cells
 become read-only. A re-run is byte-identical, so ``course release --check``
 can compare a fresh release in memory with what is on disk.
 
+Beside the copies, ``exercises/.release-record.json`` (``release_record``) keeps what a student's
+copy of the course must know without the solutions (the hidden tests' ids and points, what each
+cell asks for) and the digest of every locked and test cell version ever released, so a
+submission made from an earlier release is not flagged for the course's own later edits.
+
 Release never overwrites work. ``exercises/.released.json`` records the SHA-256 of each
 file it wrote; a file on disk that matches neither that record nor the new release was
 changed by hand (a student who answered in ``exercises/`` rather than in their workspace,
@@ -158,8 +163,11 @@ def release_all(solutions_dir: Path, exercises_dir: Path, force: bool = False) -
     Every source is rendered before anything is written, so a malformed source
     leaves exercises/ untouched. Raises ``ChangedByHand``, writing nothing, when a file
     was edited since the last release (unless ``force``)."""
+    from . import release_record
+
     exercises_dir = Path(exercises_dir)
-    texts = {source.name: render(source) for source in _sources(solutions_dir)}
+    loaded = [Exercise.load(source) for source in _sources(solutions_dir)]
+    texts = {ex.path.name: nbformat.writes(student_notebook(ex)) + "\n" for ex in loaded}
     if not force and (changed := changed_by_hand(exercises_dir, texts)):
         raise ChangedByHand(changed)
     exercises_dir.mkdir(parents=True, exist_ok=True)
@@ -173,13 +181,20 @@ def release_all(solutions_dir: Path, exercises_dir: Path, force: bool = False) -
     new_manifest = manifest_text(texts)
     if not manifest.is_file() or manifest.read_text(encoding="utf-8") != new_manifest:
         manifest.write_text(new_manifest, encoding="utf-8")
+    record = exercises_dir / release_record.RECORD
+    new_record = release_record.text(release_record.merged(loaded, exercises_dir))
+    if not record.is_file() or record.read_text(encoding="utf-8") != new_record:
+        record.write_text(new_record, encoding="utf-8")
     return written
 
 
 def check_all(solutions_dir: Path, exercises_dir: Path) -> list[str]:
     """Exercise files that differ from a fresh release (missing, stale or extra)."""
+    from . import release_record
+
     problems = []
-    expected = {s.name: render(s) for s in _sources(solutions_dir)}
+    loaded = [Exercise.load(source) for source in _sources(solutions_dir)]
+    expected = {ex.path.name: nbformat.writes(student_notebook(ex)) + "\n" for ex in loaded}
     for name, text in expected.items():
         target = Path(exercises_dir) / name
         if not target.exists():
@@ -192,6 +207,10 @@ def check_all(solutions_dir: Path, exercises_dir: Path) -> list[str]:
     manifest = Path(exercises_dir) / MANIFEST
     if not manifest.is_file() or manifest.read_text(encoding="utf-8") != manifest_text(expected):
         problems.append(f"{manifest}: does not record this release")
+    record = Path(exercises_dir) / release_record.RECORD
+    if not record.is_file() or record.read_text(encoding="utf-8") != \
+            release_record.text(release_record.merged(loaded, Path(exercises_dir))):
+        problems.append(f"{record}: does not record this release")
     return problems
 
 

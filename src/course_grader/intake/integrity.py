@@ -135,6 +135,25 @@ def normalized(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").strip("\n").split("\n")).strip("\n")
 
 
+def cell_digest(cell_type: str, source: str) -> str:
+    """SHA-256 of a cell's type and :func:`normalized` source: how the release record remembers a version."""
+    import hashlib
+
+    return hashlib.sha256(f"{cell_type}\n{normalized(source)}".encode()).hexdigest()
+
+
+def _released_before(ex: Exercise, cid: str, cell: _SubCell) -> bool:
+    """The cell equals a version of ``cid`` that an earlier release published (the release record's)."""
+    versions = getattr(ex.record, "versions", None) or {}
+    return cell_digest(cell.cell_type, cell.source) in versions.get(cid, ())
+
+
+def _added_later(ex: Exercise, cid: str) -> bool:
+    """``cid`` was not in the exercise's first release: a copy from before it never had the cell."""
+    added = getattr(ex.record, "added_in", None) or {}
+    return added.get(cid, 1) > 1
+
+
 @dataclass
 class _SubCell:
     position: int
@@ -184,15 +203,20 @@ def check(ex: Exercise, nb: dict) -> Checked:
             strict = src.kind is CellKind.TEST or src.cell_type == "code"
             sev = "flag" if strict else "notice"
             what = "test cell" if src.kind is CellKind.TEST else "locked cell"
-            if n == 0:
+            if n == 0 and _added_later(ex, cid):
+                add(Finding("notice", cid, f"{what} missing: it came in a later release (restored)"))
+            elif n == 0:
                 add(Finding(sev, cid, f"{what} deleted (restored from the instructor's copy)"))
             if n > 1:
                 add(Finding(sev, cid, f"{what} duplicated {n} times (the instructor's copy is used once)"))
             if any(c.cell_type != src.cell_type for c in mine):
                 new_types = sorted({c.cell_type for c in mine if c.cell_type != src.cell_type})
                 add(Finding(sev, cid, f"{what} changed from {src.cell_type} to {', '.join(new_types)} (restored)"))
-            if any(normalized(c.source) != normalized(src.source) for c in mine):
+            changed = [c for c in mine if normalized(c.source) != normalized(src.source)]
+            if any(not _released_before(ex, cid, c) for c in changed):
                 add(Finding(sev, cid, f"{what} edited (the instructor's version is used instead)"))
+            elif changed:   # a copy from an earlier release: the course changed the cell since, not the student
+                add(Finding("notice", cid, f"{what} is an earlier release's version (the current one is used)"))
         elif src.kind is CellKind.SOLUTION:
             code = [c for c in mine if c.cell_type == "code"]
             if n == 0:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
+from compile_course.workspace import private_folder
 from course_grader.exercise.answers import AnswerState, answer_states
 from course_grader.exercise.model import Exercise
 from course_grader.intake.discover import (
@@ -65,6 +66,28 @@ def default_handin() -> Path:
     return workspace_dir()[0] / "handin"
 
 
+def student_exercises(solutions: Path = SOLUTIONS) -> tuple[dict[str, Exercise], str]:
+    """``(exercises, note)``: what ``course check`` and ``course submit`` judge a notebook against.
+
+    The instructor's ``solutions`` when this user can read them; otherwise (a student's copy of the
+    course, which has none, or a shared checkout whose solutions are closed to students) the released
+    exercises and their release record, which hold the public tests and the hidden tests' ids and
+    points, never their code. ``note`` says which, for one line of output. Raises ``UsageError``."""
+    from compile_course.paths import EXERCISES
+
+    from course_grader.exercise.model import ExerciseFormatError
+    from course_grader.exercise.release_record import released_exercises
+
+    solutions = Path(solutions)
+    sources = sorted(solutions.glob("ex[0-9][0-9]_*.ipynb")) if os.access(solutions, os.R_OK | os.X_OK) else []
+    if sources and all(os.access(p, os.R_OK) for p in sources):
+        return read_exercises(solutions, UsageError), ""
+    try:
+        return released_exercises(EXERCISES), f"as released in {EXERCISES} (hidden tests: ids and points only)"
+    except (OSError, ExerciseFormatError) as exc:
+        raise UsageError(f"cannot read the course's exercises: {exc}") from exc
+
+
 @dataclass
 class Inspection:
     """The static steps' results for one file (no student code has run)."""
@@ -84,6 +107,37 @@ class Inspection:
     def missing(self) -> list[AnswerState]:
         """Graded answers that are not answered or cannot be read."""
         return [a for a in self.answers if a.asked.graded and not a.ok]
+
+
+def in_workspace(path: Path) -> Path | None:
+    """Where the guide's path ``work/exercises/exNN_slug.ipynb`` (or a bare ``exNN_slug.ipynb``) is when
+    it is not under the current folder: in the student's workspace, wherever that is
+    (``~/torch-compile-course-work`` when the course folder is not theirs). None when not there either."""
+    from compile_course.workspace import workspace_dir
+
+    if path.is_absolute():
+        return None
+    workspace = workspace_dir()[0]
+    parts = path.parts
+    tries = [workspace / Path(*parts[1:])] if parts[0] == "work" and len(parts) > 1 else []
+    tries += [workspace / path, workspace / "exercises" / path.name]
+    return next((t for t in tries if os.path.lexists(t)), None)
+
+
+def locate(path: Path) -> Path:
+    """``path`` as given when it exists; else the workspace's copy the guide's path means (saying so);
+    else a ``UsageError`` that says where the workspace is."""
+    if os.path.lexists(path) or not path.name.endswith(".ipynb"):
+        return path
+    if (found := in_workspace(path)) is not None:
+        say(f"({path} is not under {Path.cwd()}; it is your workspace's {found})")
+        return found
+    from compile_course.workspace import workspace_dir
+
+    workspace, why = workspace_dir()
+    raise UsageError(f"{path}: no such file under {Path.cwd()}, nor in your workspace, which is {workspace} "
+                     f"({why}; `course workspace` fills it): your copy of this exercise would be "
+                     f"{workspace / 'exercises' / path.name}")
 
 
 def find_exercise(path: Path, exercises: dict[str, Exercise]) -> Exercise:
@@ -170,25 +224,26 @@ def check_main(argv: list[str] | None = None, **doubles) -> int:
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     try:
-        exercises = read_exercises(args.solutions, UsageError)
+        args.file = locate(args.file)
+        exercises, source = student_exercises(args.solutions)
         ex = find_exercise(args.file, exercises)
     except UsageError as exc:
         print(f"course check: {exc}", file=sys.stderr)
         return 2
-    say(f"course check {args.file}: {ex.name} ({ex.title})")
+    say(f"course check {args.file}: {ex.name} ({ex.title})" + (f", {source}" if source else ""))
     insp = inspect(args.file, ex)
     ok = report_static(insp)
     if insp.rejected:
         say(f"result: the grader would reject this file ({time.perf_counter() - t0:.1f} s)")
         return 1
     public = [t for t in ex.tests if not t.hidden]
-    hidden = ex.hidden_tests
+    hidden = ex.hidden_points
     if ex.tests:
         ok &= run_public_tests(insp, exercises, args.solutions, **doubles)
     else:
         say("[4/4] public tests: none in this exercise")
     if hidden:
-        say(f"hidden tests: {len(hidden)} ({sum(t.points for t in hidden):g} points), not run here: "
+        say(f"hidden tests: {len(hidden)} ({sum(points for _, points in hidden):g} points), not run here: "
             "the grader also runs them when you hand in")
     if ex.answers:
         say(f"reviewed by a person: {len(ex.answers)} written answer(s), {ex.manual_points:g} points")
@@ -345,7 +400,8 @@ def submit_main(argv: list[str] | None = None) -> int:
         if "__" in student:
             raise UsageError(f"student id {student!r} is not allowed: no '__' (two underscores separate "
                              "the id from the exercise in the hand-in's name)")
-        exercises = read_exercises(args.solutions, UsageError)
+        args.file = locate(args.file)
+        exercises, _ = student_exercises(args.solutions)
         ex = find_exercise(args.file, exercises)
         if args.out.exists() and not args.out.is_dir():
             raise UsageError(f"{args.out}: not a folder")
@@ -395,7 +451,7 @@ def _write_handin(source: Path, insp: Inspection, target: Path) -> int:
         return 1
     folder = target.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)   # the student's hand-ins are theirs alone: 0700, each file 0600
         probe = tempfile.NamedTemporaryFile(prefix=".handin-", dir=folder)
         probe.close()
     except OSError as exc:
@@ -423,7 +479,7 @@ def _write_handin(source: Path, insp: Inspection, target: Path) -> int:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o600)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
