@@ -39,6 +39,9 @@ from compile_course.paths import ROOT
 EDITION_MARK = ".course-edition.json"   # at DEST's root: marks a repository course publish made
 BRANCH = "main"
 MIN_LEAK_CHARS = 12   # hidden-test lines shorter than this ("wrong = []") are too common to name a leak
+# a line shorter than this that the course's own code also holds is plain Python ("problems = []",
+# "for line in message.splitlines():"), not a hidden test's; longer lines (a key, test data) always count
+GENERIC_CODE_CHARS = 48
 
 # (glob under the checkout, what it is). "**" below a folder takes every file under it.
 EDITION: tuple[tuple[str, str], ...] = (
@@ -47,9 +50,8 @@ EDITION: tuple[tuple[str, str], ...] = (
     ("exercises/.released.json", "what the release wrote (`course release` keeps hand edits)"),
     ("exercises/.release-record.json", "the release record: hidden tests' ids and points, every cell version"),
     ("docs/students.md", "the student guide"),
-    ("src/compile_course/**", "the course's helpers and `course workspace`"),
-    ("src/course_tools/**", "the `course` command and `course lab`"),
-    ("src/course_grader/**", "the grader's steps that `course check` and `course submit` run"),
+    ("src/**", "the course's packages: the helpers, `course lab`/`workspace`, the grader's steps that "
+               "`course check` and `course submit` run, the hub client"),
     ("lab/**", "JupyterLab's settings for the course"),
     ("requirements.txt", "the pins"),
     ("requirements.lock", "every package's version"),
@@ -98,6 +100,7 @@ class Published:
     files: int
     commit: str          # the edition's HEAD after the publish
     changed: bool        # False: the edition already held exactly this
+    scanned: str = ""    # what was looked for: "N lines of M hidden tests in SOLUTIONS", or why nothing
 
 
 # ---------------------------------------------------------------- what goes in
@@ -136,10 +139,12 @@ def edition_files(root: Path = ROOT) -> list[str]:
 # ---------------------------------------------------------------- what must never go in
 
 
-def hidden_lines(solutions: Path, lessons: Path | None = None) -> dict[str, str]:
+def hidden_lines(solutions: Path, root: Path | None = None) -> dict[str, str]:
     """``{line: "exNN hidden-test id"}``: every line of every hidden test in ``solutions`` that is long
     enough to name a leak and that is not public anyway: no released cell of any exercise and no lesson
-    (``lessons``, default ``notebooks/`` beside ``solutions``) holds it (``for name in FUNCTIONS:``)."""
+    (``root/notebooks``) holds it (``for name in FUNCTIONS:``), and it is not a short line of plain
+    Python that the course's own code (``root/src``) has too (``problems = []``). ``root``: the course's
+    checkout, by default the folder holding ``solutions``."""
     from course_grader.exercise.model import CellKind, load_exercises
     from course_grader.exercise.release import student_notebook
 
@@ -147,12 +152,20 @@ def hidden_lines(solutions: Path, lessons: Path | None = None) -> dict[str, str]
     public: set[str] = set()
     for ex in exercises.values():
         public |= {line.strip() for cell in student_notebook(ex).cells for line in "".join(cell.source).splitlines()}
-    for lesson in sorted(Path(lessons or Path(solutions).parent / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    root = Path(root or Path(solutions).parent)
+    for lesson in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         try:
             cells = json.loads(lesson.read_text(encoding="utf-8")).get("cells", [])
         except (OSError, ValueError):
             continue
         public |= {line.strip() for cell in cells for line in "".join(cell.get("source", "")).splitlines()}
+    code: set[str] = set()
+    for source in sorted((root / "src").rglob("*.py")):
+        try:
+            code |= {line.strip() for line in source.read_text(encoding="utf-8").splitlines()
+                     if len(line.strip()) < GENERIC_CODE_CHARS}
+        except (OSError, UnicodeDecodeError):
+            continue
     out: dict[str, str] = {}
     for ex in exercises.values():
         for cell in ex.cells:
@@ -160,7 +173,7 @@ def hidden_lines(solutions: Path, lessons: Path | None = None) -> dict[str, str]
                 continue
             for line in cell.source.splitlines():
                 text = line.strip()
-                if len(text) >= MIN_LEAK_CHARS and text not in public:
+                if len(text) >= MIN_LEAK_CHARS and text not in public and text not in code:
                     out.setdefault(text, f"{ex.id} {cell.course_id}")
     return out
 
@@ -255,9 +268,11 @@ def publish(dest: Path, root: Path = ROOT, solutions: Path | None = None) -> Pub
         if problems := check_all(solutions, root / "exercises"):
             raise PublishError(f"the exercises are not the release of {solutions} ({problems[0]}): "
                                "run course release first")
-        lines = hidden_lines(solutions)
+        lines = hidden_lines(solutions, root)
+        scanned = f"{len(lines)} lines of {len(set(lines.values()))} hidden tests of {solutions}: none found"
     else:
         lines = {}
+        scanned = f"NOT looked for hidden tests: no solutions at {solutions} (give --solutions DIR)"
     files = edition_files(root)
     if not any(f.startswith("exercises/ex") for f in files):
         raise PublishError(f"no released exercise in {root / 'exercises'}: run course release first")
@@ -291,7 +306,7 @@ def publish(dest: Path, root: Path = ROOT, solutions: Path | None = None) -> Pub
     if changed:
         _git(dest, "commit", "-q", "-m", f"Student edition of {source} (course publish)")
     head = _git(dest, "rev-parse", "--short=12", "HEAD").stdout.strip()
-    return Published(dest, len(texts), head, changed)
+    return Published(dest, len(texts), head, changed, scanned)
 
 
 def _remove_empty_folders(dest: Path) -> None:
@@ -317,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     what = f"new commit {done.commit}" if done.changed else f"unchanged, still {done.commit}"
     print(f"student edition: {done.dest} ({done.files} files, branch {BRANCH}): {what}")
+    print(f"  {done.scanned}")
     print(f"  students get it with: git clone {done.dest}   (or an nbgitpuller link with repo={done.dest})")
     return 0
 
