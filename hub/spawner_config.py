@@ -15,8 +15,9 @@ Two modes:
   the same names when the hub starts), and any user an admin added to the hub.
 * **demo** (``COURSE_HUB_DEMO=1``, and always when the hub is not root): every server runs as the
   one user who started the hub (``SimpleLocalProcessSpawner``), in ``<state>/homes/NAME``, and
-  anyone with the shared password (``COURSE_HUB_DEMO_PASSWORD``) logs in under any name
-  (``DummyAuthenticator``). There is **no isolation on disk**: every student can read and change
+  anyone with the shared password (``COURSE_HUB_DEMO_PASSWORD``, 8 characters or more) logs in
+  under any name (``SharedPasswordAuthenticator``; without a password, ``DummyAuthenticator``
+  takes any password). There is **no isolation on disk**: every student can read and change
   every other student's files. The hub says so loudly when it starts. Never for a class.
 
 In both modes the course's environment is installed once and shared: every server runs
@@ -161,10 +162,12 @@ if not DEMO:
 else:
     c.JupyterHub.spawner_class = "simple"
     c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "homes" / "{username}")
-    c.JupyterHub.authenticator_class = "dummy"
     password = os.environ.get("COURSE_HUB_DEMO_PASSWORD")
-    if password:
-        c.DummyAuthenticator.password = password
+    if password:   # JupyterHub's own shared-password login (at least 8 characters)
+        c.JupyterHub.authenticator_class = "shared-password"
+        c.SharedPasswordAuthenticator.user_password = password
+    else:          # any name, any password: API-level tests, never a class
+        c.JupyterHub.authenticator_class = "dummy"
     c.Authenticator.allow_all = True
     if os.geteuid() == 0:
         c.Spawner.args.append("--allow-root")

@@ -55,9 +55,9 @@ def test_as_root_real_users_with_pam_and_their_own_servers(monkeypatch, tmp_path
 
 
 def test_demo_mode_says_loudly_that_nothing_is_isolated(monkeypatch, tmp_path, capfd):
-    c, _ = load(monkeypatch, tmp_path, COURSE_HUB_DEMO="1", COURSE_HUB_DEMO_PASSWORD="pw")
-    assert c.JupyterHub.spawner_class == "simple" and c.JupyterHub.authenticator_class == "dummy"
-    assert c.DummyAuthenticator.password == "pw"
+    c, _ = load(monkeypatch, tmp_path, COURSE_HUB_DEMO="1", COURSE_HUB_DEMO_PASSWORD="a-shared-pw")
+    assert c.JupyterHub.spawner_class == "simple" and c.JupyterHub.authenticator_class == "shared-password"
+    assert c.SharedPasswordAuthenticator.user_password == "a-shared-pw"
     assert c.SimpleLocalProcessSpawner.home_dir_template == str(tmp_path / "state" / "homes" / "{username}")
     banner = capfd.readouterr().err
     assert "DEMO HUB" in banner and "NO ISOLATION ON DISK" in banner
@@ -67,7 +67,8 @@ def test_demo_mode_says_loudly_that_nothing_is_isolated(monkeypatch, tmp_path, c
 
 
 def test_demo_without_a_password_says_any_password_logs_in(monkeypatch, tmp_path, capfd):
-    load(monkeypatch, tmp_path, COURSE_HUB_DEMO="1")
+    c, _ = load(monkeypatch, tmp_path, COURSE_HUB_DEMO="1")
+    assert c.JupyterHub.authenticator_class == "dummy"
     assert "ANY password logs in" in capfd.readouterr().err
 
 
