@@ -65,6 +65,8 @@ def checkout():
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     (root / "build" / "grading").mkdir(parents=True)
     shutil.copy2(ROOT / "solutions" / "ex02_diagnose.ipynb", root / "build" / "grading" / "executed.ipynb")
+    (root / "build" / "edition").mkdir()          # the hub's student edition: students clone it
+    (root / "build" / "edition" / "README.md").write_text("the student edition\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "solutions"], check=True)
     subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"],
@@ -102,6 +104,9 @@ def test_a_student_reads_no_hidden_test_in_a_sealed_checkout(student, checkout):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert not readable_leaks(student, checkout, lines)
+    edition = as_student(student, "cat", str(checkout / "build" / "edition" / "README.md"))
+    assert edition.returncode == 0 and "student edition" in edition.stdout, edition.stderr
+    assert as_student(student, "ls", str(checkout / "build")).returncode != 0
     check = subprocess.run([sys.executable, "-m", "course_tools.cli", "seal", "--check", "--root", str(checkout)],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout

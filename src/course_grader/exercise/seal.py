@@ -10,7 +10,10 @@ looking for every hidden test's lines in every file of a checkout (``publish.hid
 * the git store (``.git``, or a worktree's common folder): every earlier version of all of it;
 * ``src/course_grader/samples/``: the sample maker (the hostile answers it writes).
 
-``course seal`` makes each of them ``0700`` (a folder) or ``0600`` (a file), owned as it is: the
+``course seal`` makes each of them ``0700`` (a folder) or ``0600`` (a file), owned as it is (in
+``build/``, every entry but the hub's student edition and its git config, :data:`BUILD_SHARED`;
+``build/`` itself can then be passed, not listed, and a run that adds to it later is open again
+until the next ``course seal``: ``--check`` says so). The
 owner (the instructor, or root) works on as before; nobody else can list, read or pass through
 them. What students need stays as it was: lessons, exercises and their release record, the guide,
 the packages. ``course seal --check`` changes nothing and exits 1 when something is still open.
@@ -33,6 +36,11 @@ from compile_course.paths import ROOT
 
 INSTRUCTOR_ONLY = ("solutions", "tests", "build", ".git", "src/course_grader/samples")
 DIR_MODE, FILE_MODE = 0o700, 0o600
+# build/ holds two things students must reach on a hub (hub/spawner_config.py): the student edition the
+# nbgitpuller link clones, and the students' git config naming it safe. build/ itself becomes 0711
+# (passable, not listable) and every other entry in it owner-only.
+BUILD_SHARED = ("edition", "hub-shared")
+PASS_ONLY = 0o711
 
 
 def _git_store(root: Path) -> Path | None:
@@ -43,18 +51,34 @@ def _git_store(root: Path) -> Path | None:
 
 
 def instructor_paths(root: Path = ROOT) -> list[Path]:
-    """Every existing path of ``root`` that only its owner may read."""
+    """Every existing path of ``root`` that only its owner may read (``build/``'s entries one by one,
+    all but :data:`BUILD_SHARED`)."""
     root = Path(root)
-    paths = [root / p for p in INSTRUCTOR_ONLY if os.path.lexists(root / p)]
+    paths = []
+    for rel in INSTRUCTOR_ONLY:
+        path = root / rel
+        if rel == "build" and path.is_dir() and not path.is_symlink():
+            paths += sorted(p for p in path.iterdir() if p.name not in BUILD_SHARED)
+        elif os.path.lexists(path):
+            paths.append(path)
     if (root / ".git").is_file() and (store := _git_store(root)):
         paths.append(store)
     return paths
 
 
+def _wanted(path: Path, mode: int) -> int:
+    return DIR_MODE if path.is_dir() else (mode & 0o100) | FILE_MODE
+
+
 def still_open(root: Path = ROOT) -> list[str]:
     """``"PATH: mode 0755"`` for each instructor path that others can still read or pass through."""
     out = []
+    build = Path(root) / "build"
+    if build.is_dir() and stat.S_IMODE(build.stat().st_mode) & 0o066:
+        out.append(f"{build}: mode {stat.S_IMODE(build.stat().st_mode):04o} (others can list it)")
     for path in instructor_paths(root):
+        if path.is_symlink():
+            continue
         mode = stat.S_IMODE(path.lstat().st_mode)
         if mode & 0o077:
             out.append(f"{path}: mode {mode:04o}")
@@ -64,13 +88,16 @@ def still_open(root: Path = ROOT) -> list[str]:
 def seal(root: Path = ROOT) -> list[Path]:
     """Close every instructor path of ``root`` to all but its owner; returns what was changed."""
     changed = []
+    build = Path(root) / "build"
+    if build.is_dir() and not build.is_symlink() and stat.S_IMODE(build.stat().st_mode) != PASS_ONLY:
+        os.chmod(build, PASS_ONLY)
+        changed.append(build)
     for path in instructor_paths(root):
         if path.is_symlink():
             continue
         mode = stat.S_IMODE(path.stat().st_mode)
-        wanted = DIR_MODE if path.is_dir() else (mode & 0o100) | FILE_MODE
-        if mode != wanted:
-            os.chmod(path, wanted)
+        if mode != _wanted(path, mode):
+            os.chmod(path, _wanted(path, mode))
             changed.append(path)
     return changed
 
