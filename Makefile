@@ -84,9 +84,11 @@ test: $(STAMP) browser
 QUICK_TESTS = tests/test_comparison.py tests/test_diagnostics.py tests/test_boundary.py tests/test_checks.py \
               tests/test_torch_logs.py tests/test_session.py tests/test_timing.py tests/test_stored_outputs.py \
               tests/test_lint.py
-# the two slowest helper tests stay in the full run: a cold inductor compile, and a fresh interpreter importing torch
+# the two slowest helper tests stay in the full run: a cold inductor compile, and a fresh interpreter importing torch;
+# so does lesson 10, whose scripts run in fresh Pythons with cold inductor compiles and the minifier (minutes)
 QUICK_SKIP  = --deselect tests/test_timing.py::test_inductor_cache_cold_then_warm \
-              --deselect tests/test_session.py::test_importing_compile_course_silences_cpp_extension_before_torch
+              --deselect tests/test_session.py::test_importing_compile_course_silences_cpp_extension_before_torch \
+              --ignore=notebooks/10_torch_artifacts.ipynb
 quick: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile notebooks solutions $(QUICK_TESTS) $(QUICK_SKIP)
 
