@@ -130,3 +130,26 @@ def test_a_record_that_misses_an_exercise_is_a_clear_error(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="does not cover ex02_diagnose.ipynb"):
         release_record.released_exercises(tmp_path / "exercises")
+
+
+def test_seed_from_git_records_the_versions_committed_before_the_record_existed(tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy2(SOLUTIONS / "ex02_diagnose.ipynb", course / "solutions")
+    release.release_all(course / "solutions", course / "exercises")
+    first = release_record.read(course / "exercises")["ex02_diagnose"].versions["ex02-categories"]
+    git = ["git", "-C", str(course), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(course)], check=True)
+    subprocess.run([*git, "add", "exercises/ex02_diagnose.ipynb"], check=True)
+    subprocess.run([*git, "commit", "-qm", "first release"], check=True)
+    source = course / "solutions" / "ex02_diagnose.ipynb"
+    _edit_cell(source, "ex02-categories", Exercise.load(source).cell("ex02-categories").source + "\n# fixed")
+    (course / "exercises" / release_record.RECORD).unlink()        # a record that starts after the first release
+    release.release_all(course / "solutions", course / "exercises")
+    assert not first & release_record.read(course / "exercises")["ex02_diagnose"].versions["ex02-categories"]
+    assert release.main(["--solutions", str(course / "solutions"), "--exercises", str(course / "exercises"),
+                         "--seed-from-git"]) == 0
+    assert "1 earlier cell version(s) added" in capsys.readouterr().out
+    seeded = release_record.read(course / "exercises")["ex02_diagnose"]
+    assert first <= seeded.versions["ex02-categories"] and len(seeded.versions["ex02-categories"]) == 2
+    assert not release.check_all(course / "solutions", course / "exercises")

@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exercises", type=Path, default=EXERCISES)
     parser.add_argument("--force", action="store_true",
                         help="overwrite exercise files even if they were edited since the last release")
+    parser.add_argument("--seed-from-git", action="store_true",
+                        help="also record every version of the exercises this checkout's git history holds "
+                             "(once, for copies students made before the release record existed)")
     args = parser.parse_args(argv)
     try:
         if args.check:
@@ -232,6 +235,15 @@ def main(argv: list[str] | None = None) -> int:
                   else f"{len(problems)} exercise file(s) out of date: run `course release`")
             return 1 if problems else 0
         written = release_all(args.solutions, args.exercises, force=args.force)
+        if args.seed_from_git:
+            from . import release_record
+
+            records = release_record.read(args.exercises)
+            seeded = release_record.seeded_from_git(records, args.exercises)
+            (args.exercises / release_record.RECORD).write_text(release_record.text(seeded), encoding="utf-8")
+            added = sum(len(r.versions.get(c, ())) for r in seeded.values() for c in r.versions) - \
+                sum(len(v) for r in records.values() for v in r.versions.values())
+            print(f"release record: {added} earlier cell version(s) added from the git history of {args.exercises}")
     except ExerciseFormatError as exc:
         print(f"release failed: {exc}", file=sys.stderr)
         return 2

@@ -146,6 +146,54 @@ def with_history(exercises: dict[str, Exercise], exercises_dir: Path) -> dict[st
             for eid, ex in exercises.items()}
 
 
+def git_versions(exercises_dir: Path, name: str) -> list[dict[str, str]]:
+    """``[{cell id: digest}]`` of the locked and test cells of every committed version of
+    ``exercises_dir/NAME.ipynb``, oldest first (``git log`` of that file; ``[]`` outside a git checkout)."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(exercises_dir), *args], capture_output=True, text=True)
+
+    log = git("log", "--reverse", "--format=%H", "--", f"{name}.ipynb")
+    out = []
+    for commit in log.stdout.split() if log.returncode == 0 else []:
+        shown = git("show", f"{commit}:./{name}.ipynb")
+        try:
+            cells = json.loads(shown.stdout).get("cells", []) if shown.returncode == 0 else []
+        except ValueError:
+            continue
+        version = {}
+        for cell in cells:
+            meta = cell.get("metadata", {}).get("course") or {}
+            if isinstance(meta, dict) and meta.get("kind") in (CellKind.LOCKED, CellKind.TEST) and meta.get("id"):
+                source = cell.get("source", "")
+                version[str(meta["id"])] = cell_digest(cell.get("cell_type", ""),
+                                                       "".join(source) if isinstance(source, list) else source)
+        if version:
+            out.append(version)
+    return out
+
+
+def seeded_from_git(records: dict[str, ExerciseRecord], exercises_dir: Path) -> dict[str, ExerciseRecord]:
+    """``records`` with every version of each exercise that this checkout's git history ever released
+    (its committed ``exercises/`` copies) added: students work from copies made before the record
+    existed. ``course release --seed-from-git``; run once, then each release keeps adding."""
+    out = dict(records)
+    for name, record in records.items():
+        history = git_versions(exercises_dir, name)
+        if not history:
+            continue
+        versions = {k: set(v) for k, v in record.versions.items()}
+        added = dict(record.added_in)
+        for number, version in enumerate(history, 1):
+            for cid, digest in version.items():
+                versions.setdefault(cid, set()).add(digest)
+                added[cid] = min(added.get(cid, number), number)
+        out[name] = ExerciseRecord(name, max(record.releases, len(history)), record.hidden, record.asked,
+                                   {k: frozenset(v) for k, v in versions.items()}, added)
+    return out
+
+
 # ---------------------------------------------------------------- a student's copy
 
 
