@@ -18,6 +18,7 @@ keeps its scopes and gains the access scope.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -54,6 +55,8 @@ def configure(c, *, port: int, storage: Path, user: str | None = None, client_ur
         "display": False,                  # no entry in the hub's Services menu: students use course commands
         "timeout": START_TIMEOUT_S,        # the hub gives up (and exits) when a managed service is not up by then
     }
+    if os.environ.get("COURSE_EXCHANGE_LIMITS"):     # other caps for this class (see limits.py)
+        service["environment"]["COURSE_EXCHANGE_LIMITS"] = os.environ["COURSE_EXCHANGE_LIMITS"]
     if user:
         service["user"] = user
     services = list(c.JupyterHub.services) if "services" in c.JupyterHub else []
