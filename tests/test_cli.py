@@ -182,3 +182,67 @@ def test_course_run_never_overwrites_answers_typed_into_exercises(monkeypatch, c
     out = capsys.readouterr().out
     assert "ex02_diagnose.ipynb changed since the last release" in out and "NOT DONE" in out
     assert "course site" in out and "sample grading" in out      # the other steps still ran
+
+
+# ---------------------------------------------------------------- output for logs as well as terminals
+
+@pytest.mark.parametrize("argv, prefix", [
+    (["grade", "subs", "--unconfine"], "--unconfine"),          # a prefix of the flag that weakens the sandbox
+    (["grade", "subs", "--exer", "ex01"], "--exer"),
+    (["check", "x.ipynb", "--sol", "s"], "--sol"),
+    (["submit", "x.ipynb", "--student", "ada", "--ou", "d"], "--ou"),
+    (["release", "--che"], "--che"),
+    (["workspace", "--refr", "x"], "--refr"),
+    (["execute", "x.ipynb", "--ou", "d"], "--ou"),
+    (["run", "--job", "1"], "--job"),
+    (["drift", "--torch", "2.13.0", "--job", "1"], "--job"),
+    (["new-exercise", "ex99", "slug", "T", "--sol", "s"], "--sol"),
+])
+def test_no_command_takes_an_abbreviated_flag(argv, prefix, capsys):
+    from course_tools.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert f"unrecognized arguments: {prefix}" in capsys.readouterr().err
+
+
+def test_a_table_in_a_log_keeps_each_row_on_one_line(monkeypatch, capsys):
+    """Off a terminal (capsys is a pipe) and without COLUMNS, nothing is folded at 80 columns."""
+    from course_tools.cli import print_summary
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    where = "build/samples-grading/feedback/" + "deep/" * 30 + "index.html"
+    print_summary([("sample grading", "85 samples: 85 as expected, 40 s", where)])
+    printed = capsys.readouterr().out
+    assert where in printed, printed          # the whole path on one line
+    assert sum("sample grading" in line for line in printed.splitlines()) == 1
+
+
+def test_ctrl_c_prints_one_line_that_says_how_to_go_on(tmp_path):
+    """A real `course execute` interrupted while a cell runs: one line, no traceback, exit 130."""
+    import os
+    import signal
+    import time
+
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(120)")]), path)
+    proc = subprocess.Popen([str(COURSE), "execute", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, start_new_session=True)
+    try:
+        first = proc.stdout.readline()              # "running 1 notebook(s) ..."
+        assert "running 1 notebook" in first
+        time.sleep(8)                                # the kernel starts and runs the cell
+        os.killpg(proc.pid, signal.SIGINT)           # what Ctrl-C sends: the whole foreground group
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    said = [line for line in err.splitlines() if line.strip()]
+    assert said[-1] == "course execute: interrupted (Ctrl-C); run the same command again to start it over", err
+    from course_grader.ui.terminal import interrupted_line
+
+    assert "resume" in interrupted_line("grade")

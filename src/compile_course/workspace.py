@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="course workspace",
         description="copy new lessons and exercises into your workspace (work/); never overwrites your changes")
     parser.add_argument("--refresh", metavar="FILE",

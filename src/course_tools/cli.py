@@ -43,7 +43,7 @@ def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int,
     Prints one line as each notebook finishes, so a long run shows progress.
     Returns ``(path, seconds, status)`` in the order of ``paths``.
     """
-    from .notebooks.execute import execute_notebook
+    from .notebooks.execute import execute_notebook, stop_kernels
 
     def one(path: Path):
         target = (out_dir / path.name) if out_dir else path
@@ -57,7 +57,8 @@ def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int,
     print(f"  running {len(paths)} notebook(s), {jobs} at a time; a line as each one finishes", flush=True)
     started = time.perf_counter()
     results: dict[Path, tuple[Path, float | None, str]] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         for done, future in enumerate(as_completed([pool.submit(one, p) for p in paths]), start=1):
             path, seconds, status = future.result()
             results[path] = (path, seconds, status)
@@ -65,6 +66,12 @@ def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int,
             elapsed = time.perf_counter() - started
             print(f"  [{done:{width}}/{len(paths)}] {_relative(path)}  {took}  {status}   ({elapsed:.0f} s elapsed)",
                   flush=True)
+    except KeyboardInterrupt:   # Ctrl-C: no new notebook, the running ones' kernels stopped, then main's one line
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_kernels()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return [results[p] for p in paths]
 
 
@@ -96,9 +103,10 @@ def cmd_normalize(args) -> int:
 
 
 def print_summary(rows: list[tuple[str, str, str]]) -> None:
-    """The end-of-run summary as a table as wide as the terminal (rich measures it)."""
-    from rich.console import Console
+    """The end-of-run summary as a table as wide as the terminal (rich measures it), unfolded in a log."""
     from rich.table import Table
+
+    from course_grader.ui.terminal import console
 
     table = Table(title="Summary", title_justify="left")
     table.add_column("step")
@@ -106,7 +114,7 @@ def print_summary(rows: list[tuple[str, str, str]]) -> None:
     table.add_column("where", overflow="fold")
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    console().print(table)
 
 
 def cmd_run(args) -> int:
@@ -171,7 +179,19 @@ def cmd_run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``course COMMAND ...``; Ctrl-C ends any command with one line that says how to go on, not a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    from course_grader.ui.terminal import EXIT_INTERRUPTED, interrupted_line
+
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        command = argv[0] if argv and not argv[0].startswith("-") else "run"
+        print(f"\n{interrupted_line(command)}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["release"]:
         from course_grader.exercise.release import main as release_main
         return release_main(argv[1:])
@@ -210,19 +230,20 @@ def main(argv: list[str] | None = None) -> int:
         from course_grader.exercise.scaffold import main as scaffold_main
         return scaffold_main(argv[1:])
 
-    parser = argparse.ArgumentParser(prog="course", description=__doc__,
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_run = sub.add_parser("run", help="the main job")
+    p_run = sub.add_parser("run", allow_abbrev=False, help="the main job")
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.set_defaults(func=cmd_run)
-    p_exec = sub.add_parser("execute", help="re-execute notebooks and store outputs in place")
+    p_exec = sub.add_parser("execute", allow_abbrev=False, help="re-execute notebooks and store outputs in place")
     p_exec.add_argument("notebooks", nargs="+")
     p_exec.add_argument("--jobs", type=int, default=2)
     p_exec.add_argument("--out", metavar="DIR", help="write executed copies to DIR instead of storing in place")
     p_exec.add_argument("--allow-errors", action="store_true", help="keep going after a cell raises (used by drift)")
     p_exec.set_defaults(func=cmd_execute)
-    p_norm = sub.add_parser("normalize", help="store notebook metadata as JupyterLab writes it (outputs untouched)")
+    p_norm = sub.add_parser("normalize", allow_abbrev=False,
+                            help="store notebook metadata as JupyterLab writes it (outputs untouched)")
     p_norm.add_argument("notebooks", nargs="+")
     p_norm.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs it")
     p_norm.set_defaults(func=cmd_normalize)

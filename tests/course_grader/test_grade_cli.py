@@ -126,3 +126,34 @@ def test_an_html_like_file_name_is_escaped_on_the_pages(tmp_path, submission, cl
     assert grade_main([str(tmp_path / "subs"), "--out", str(out), "--no-progress"]) == 0
     page = (out / "feedback" / "dee" / "ex01_capture_boundary.html").read_text(encoding="utf-8")
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
+
+
+@pytest.mark.parametrize("layout", ["empty", "no notebooks"])
+def test_a_folder_without_submissions_is_a_usage_error_that_creates_nothing(tmp_path, capsys, layout):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    if layout == "no notebooks":
+        (subs / "README.txt").write_text("the class's submissions go here\n")
+        (subs / "ada").mkdir()
+        (subs / "ada" / "notes.pdf").write_bytes(b"%PDF")
+    out = tmp_path / "out"
+    assert grade_main([str(subs), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "no submissions in" in err and "STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb" in err, err
+    assert "nothing was graded and nothing was created" in err
+    assert not out.exists()
+
+
+def test_a_folder_without_the_asked_exercise_is_a_usage_error(tmp_path, submission, capsys):
+    submission("ada", "ex02")
+    out = tmp_path / "out"
+    assert grade_main([str(tmp_path / "subs"), "--exercise", "ex03", "--out", str(out), "--no-progress"]) == 2
+    assert "no submissions of ex03" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_unconfine_is_not_taken_for_unconfined(tmp_path, submission, capsys):
+    submission("ada", "ex02")
+    with pytest.raises(SystemExit) as exc:
+        grade_main([str(tmp_path / "subs"), "--unconfine"])
+    assert exc.value.code == 2 and "unrecognized arguments: --unconfine" in capsys.readouterr().err

@@ -215,7 +215,8 @@ def check_all(solutions_dir: Path, exercises_dir: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="course release", description="regenerate exercises/ from solutions/")
+    parser = argparse.ArgumentParser(prog="course release", description="regenerate exercises/ from solutions/",
+                                     allow_abbrev=False)
     parser.add_argument("--check", action="store_true",
                         help="compare with a fresh release in memory; exit 1 on any difference")
     parser.add_argument("--solutions", type=Path, default=SOLUTIONS)

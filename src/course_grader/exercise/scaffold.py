@@ -97,7 +97,7 @@ def new_exercise(solutions: Path, number: str, slug: str, title: str) -> tuple[P
 def main(argv: list[str] | None = None) -> int:
     from compile_course.paths import ROOT
 
-    p = argparse.ArgumentParser(prog="course new-exercise", description=__doc__,
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="course new-exercise", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("number", help="the exercise id, e.g. ex07")
     p.add_argument("slug", help="a short name, e.g. loop_breaks (the file is exNN_slug.ipynb)")

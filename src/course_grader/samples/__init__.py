@@ -251,7 +251,8 @@ def check_graded(samples: Path, graded: Path, exercise: str | None = None) -> in
 def main(argv=None) -> int:
     from compile_course.paths import ROOT  # noqa: PLC0415
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--solutions", type=Path, default=ROOT / "solutions")
     p.add_argument("--out", type=Path, default=ROOT / "tests" / "samples" / "submissions")
     p.add_argument("--check", type=Path, metavar="GRADED",

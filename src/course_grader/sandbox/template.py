@@ -21,6 +21,10 @@ import signal
 import socket
 import sys
 
+# Ctrl-C in a terminal reaches this process and its forks too (they share the command's process group):
+# end at once and quietly, so the command's one line saying how to resume is all that is printed.
+signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
+
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_name] = "1"
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"

@@ -216,7 +216,7 @@ def report_static(insp: Inspection) -> bool:
 
 def check_main(argv: list[str] | None = None, **doubles) -> int:
     """``course check``. ``doubles``: ``host_factory``/``verdict_for`` for tests (see :func:`grade_quietly`)."""
-    p = argparse.ArgumentParser(prog="course check", description=__doc__,
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="course check", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", type=Path, help="your notebook, e.g. work/exercises/ex02_diagnose.ipynb")
     p.add_argument("--solutions", type=Path, default=SOLUTIONS, help=argparse.SUPPRESS)
@@ -383,7 +383,7 @@ def run_public_tests(insp: Inspection, exercises: dict[str, Exercise], solutions
 
 
 def submit_main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="course submit", description=__doc__,
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="course submit", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", type=Path, help="your notebook, e.g. work/exercises/ex02_diagnose.ipynb")
     p.add_argument("--student", required=True, help=f"your student id ({STUDENT_ID_RULE})")

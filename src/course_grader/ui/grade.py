@@ -36,7 +36,7 @@ def say(text: str, file=None) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="course grade", description=__doc__,
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="course grade", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("submissions", nargs="?", type=Path,
                    help="STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb files")
@@ -71,9 +71,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def summary_table(rows, book) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from .terminal import console
 
     table = Table(title="Grades (the attempt that counts per student and exercise)")
     for col in ("student", "exercise", "status", "tests", "review", "attempt", "reason"):
@@ -89,7 +90,23 @@ def summary_table(rows, book) -> None:
                  f"{r['auto_score']:g}/{r['auto_possible']:g}", review, r["key"][:16], r["reason"][:120])
         # Text, not str: rich would read "[...]" in a file name as markup
         table.add_row(*(Text(printable(c)) for c in cells), style=styles.get(r["status"], ""))
-    Console(stderr=False).print(table)  # the terminal's own width
+    console().print(table)  # the terminal's own width; in a log or a pipe, each row on one line
+
+
+def _nothing_to_grade(folder: Path, exercise: str | None) -> str:
+    """Why ``folder`` holds nothing to grade (for ``exercise``, if given), or "" when it holds something:
+    checked before any result folder is made, so a mistyped folder is a usage error, not an empty class."""
+    from ..intake.discover import EXERCISE_PREFIX, discover
+
+    found, _ = discover(folder)
+    looked_for = "STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
+    if not found:
+        return f"no submissions in {folder}: looked for {looked_for} files there and found none"
+    wanted = (match.group(1) if (match := EXERCISE_PREFIX.match(exercise or "")) else None)
+    if wanted and not any(c.exercise == wanted for c in found):
+        return (f"no submissions of {wanted} in {folder}: looked for {looked_for.replace('exNN', wanted)} "
+                f"and found only other exercises' ({len(found)} files)")
+    return ""
 
 
 def _out_dir(args) -> Path | None:
@@ -130,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.jobs < 1:
         print("course grade: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    if why := _nothing_to_grade(args.submissions, args.exercise):
+        say(f"course grade: {why}; nothing was graded and nothing was created", file=sys.stderr)
         return 2
     if args.cluster is not None:
         n = args.cluster.removeprefix("local:")

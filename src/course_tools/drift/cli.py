@@ -84,7 +84,7 @@ def _shown(path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="course drift", description=__doc__,
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="course drift", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--torch", required=True, help="a torch version (2.13.0) or a path to a torch wheel")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at a time")

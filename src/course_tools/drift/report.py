@@ -62,10 +62,11 @@ def _ordered(results: list[NotebookResult]):
 
 def print_table(results: list[NotebookResult], reference: str, candidate: str) -> None:
     """The changed cells, behaviour changes first; rich sizes the table to the terminal."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from course_grader.ui.terminal import console as terminal_console
+
+    console = terminal_console()
     table = Table(title=f"Compared cells that changed under torch {candidate}", title_justify="left")
     table.add_column("kind", no_wrap=True)
     table.add_column("cell", overflow="fold", ratio=1)

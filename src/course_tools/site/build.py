@@ -103,7 +103,8 @@ def build_site(out: Path = BUILD / "site", *, report: bool = True, strict: bool 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m course_tools.site.build", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m course_tools.site.build", description=__doc__.splitlines()[0],
+                                     allow_abbrev=False)
     parser.add_argument("--out", type=Path, default=BUILD / "site", help="output folder (default build/site)")
     parser.add_argument("--no-report", action="store_true",
                         help="skip the TORCH_TRACE + tlparse step (keeps the last report, if any)")
