@@ -1,0 +1,48 @@
+"""The docs' figures and tables match the tree: the number of bundled sample submissions wherever a page
+states it, the README's exercise table (one row per exercise in solutions/, in order) and the number of
+lesson notebooks the README names. Counted from the tree, so a new sample, exercise or lesson fails here
+until the docs say it too."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "tests" / "samples" / "submissions"
+# the pages that state figures about the tree (README, docs/, and the demo's docstring that README quotes)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "src/course_grader/samples/demo.py"]
+# "all 85 samples", "all 85 bundled samples", "85 bundled samples": a statement about every sample
+ALL_SAMPLES = re.compile(r"\ball\s+(\d+)\s+(?:bundled\s+)?samples\b|\b(\d+)\s+bundled\s+samples\b")
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+         "ten": 10, "eleven": 11, "twelve": 12}
+
+
+def sample_count() -> int:
+    return len(list(SAMPLES.glob("*.ipynb")))
+
+
+def exercises() -> list[str]:
+    return sorted(p.stem for p in (ROOT / "solutions").glob("ex[0-9][0-9]_*.ipynb"))
+
+
+def test_every_stated_sample_count_is_the_trees():
+    count = sample_count()
+    assert count > 0
+    stated = [(page.relative_to(ROOT), int(m.group(1) or m.group(2)))
+              for page in PAGES if page.exists() for m in ALL_SAMPLES.finditer(page.read_text())]
+    assert stated, "no page states the number of samples any more: drop this test or the pattern"
+    assert [s for s in stated if s[1] != count] == [], f"the tree has {count} samples"
+
+
+def test_the_readme_exercise_table_lists_every_exercise_in_order():
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| (ex\d\d_\w+) \|", readme, re.MULTILINE)
+    assert rows == exercises(), "README's exercise table and solutions/ differ"
+
+
+def test_the_readme_names_the_number_of_lessons():
+    readme = (ROOT / "README.md").read_text()
+    lessons = len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    stated = re.findall(r"\b(\w+) lesson notebooks\b", readme)
+    named = [WORDS.get(w.lower(), int(w) if w.isdigit() else None) for w in stated]
+    named = [n for n in named if n is not None]
+    assert named and set(named) == {lessons}, (stated, lessons)
