@@ -74,8 +74,24 @@ browser:
 	     else echo "could not install chromium: the browser tests will be skipped"; fi; \
 	fi
 
+## hub-proxy: configurable-http-proxy, the hub's proxy, from npm into hub/node_modules (the version
+##            hub/package-lock.json pins), for the hub tests; as root without npm, Debian's nodejs and npm first
+.PHONY: hub-proxy
+hub-proxy:
+	@if [ ! -x hub/node_modules/.bin/configurable-http-proxy ]; then \
+	  if ! command -v npm >/dev/null && [ "$$(id -u)" = 0 ] && command -v $(APT_GET) >/dev/null; then \
+	    echo "[setup] Debian's nodejs and npm, for the hub's proxy (apt-get, once)"; \
+	    { $(APT_GET) update -qq && DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq nodejs npm >/dev/null; } \
+	    || echo "could not install npm: the hub tests will be skipped"; \
+	  fi; \
+	  if command -v npm >/dev/null; then \
+	    echo "[setup] configurable-http-proxy: npm ci --prefix hub (once)"; \
+	    npm ci --prefix hub --no-audit --no-fund --loglevel=error || echo "npm ci failed: the hub tests will be skipped"; \
+	  else echo "no npm: the hub tests will be skipped (apt-get install nodejs npm)"; fi; \
+	fi
+
 ## test: unit tests plus `pytest --nbval` over notebooks/ and solutions/
-test: $(STAMP) browser
+test: $(STAMP) browser hub-proxy
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile
 
 ## quick: the maintainer's loop while editing a lesson: every lesson and solution re-executed and compared
