@@ -61,7 +61,7 @@ def test_start_seeds_and_warns_on_a_different_pin(capsys, monkeypatch, tmp_path)
 
 def test_noisy_loggers_are_silenced(capfd):
     set_quiet_logs()
-    for name in quiet._NOISY_LOGGERS:
+    for name in quiet.NOISY_LOGGERS:
         logger = logging.getLogger(name)
         assert logger.getEffectiveLevel() == logging.CRITICAL
         logger.error("No CUDA runtime is found, using CUDA_HOME='/usr/local'")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 
-_NOISY_LOGGERS = ("torch.utils.cpp_extension", "torch._inductor.cpp_builder", "torch._subclasses.fake_tensor")
+NOISY_LOGGERS = ("torch.utils.cpp_extension", "torch._inductor.cpp_builder", "torch._subclasses.fake_tensor")
 # Set before torch is imported: the CPU-only warning is logged at import time.
-for _name in _NOISY_LOGGERS:
+for _name in NOISY_LOGGERS:
     logging.getLogger(_name).setLevel(logging.CRITICAL)
 
 
@@ -28,7 +28,7 @@ def set_quiet_logs(**extra) -> None:
     import torch
 
     torch._logging.set_logs(**_QUIET, **extra)
-    for name in _NOISY_LOGGERS:
+    for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 

@@ -22,7 +22,7 @@ import sys
 
 import torch
 
-from .quiet import _NOISY_LOGGERS, set_quiet_logs
+from .quiet import NOISY_LOGGERS, set_quiet_logs
 
 DEFAULT_ARTIFACTS = {"graph_breaks": True, "recompiles": True}
 
@@ -41,7 +41,7 @@ def torch_logs(**settings):
         # torch's console handler writes to the current sys.stderr, so redirecting is enough.
         with contextlib.redirect_stderr(sys.stdout):
             torch._logging.set_logs(**(settings or DEFAULT_ARTIFACTS))
-            for name in _NOISY_LOGGERS:
+            for name in NOISY_LOGGERS:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             yield
             sys.stdout.flush()

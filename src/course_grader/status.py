@@ -45,17 +45,27 @@ class FaultKind(StrEnum):
 
     Every kind except ``GRADER`` is the student's code using up a limit or
     ending its own process; ``GRADER`` is the grader failing, which must never
-    cost the student a point.
+    cost the student a point. Each kind carries its one wording (``wording``):
+    what "your code" did, the sentence every message about the fault is built from.
     """
 
-    CPU_TIME = "cpu-time"
-    WALL_TIME = "wall-time"  # the wall-clock backstop: the code waited (sleep, blocking read) without using CPU
-    MEMORY = "memory"
-    PIDS = "pids"
-    OUTPUT = "output"
-    CRASHED = "crashed"      # the student's code ended the process (os._exit, a signal, a segfault)
-    PROTOCOL = "protocol"    # the child replied with something that is not a well-formed answer
-    GRADER = "grader"
+    def __new__(cls, value: str, wording: str) -> FaultKind:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.wording = wording
+        return member
+
+    CPU_TIME = "cpu-time", "used up its CPU time"
+    # the wall-clock backstop: the code waited (sleep, blocking read) without using CPU
+    WALL_TIME = "wall-time", "ran past the wall-clock limit without finishing (waiting, not computing)"
+    MEMORY = "memory", "ran out of memory"
+    PIDS = "pids", "started more processes or threads than allowed"
+    OUTPUT = "output", "printed more than the output limit"
+    # the student's code ended the process (os._exit, a signal, a segfault)
+    CRASHED = "crashed", "ended its own process"
+    # the child replied with something that is not a well-formed answer
+    PROTOCOL = "protocol", "made the measuring process reply with something that is not data"
+    GRADER = "grader", "met a failure of the grader (not your fault)"
 
     @property
     def student_fault(self) -> bool:

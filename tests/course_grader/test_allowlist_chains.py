@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.verdict.allowlist import AllowList, AllowListError, extract_function, load_checked
+from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, load_checked
 
 ALLOWED = AllowList(provided=frozenset({"torch", "time"}), imports=frozenset({"time"}),
                     dotted=frozenset({"torch._dynamo.reset", "torch._dynamo.utils.counters"}))

@@ -103,7 +103,7 @@ def test_one_sample_of_each_kind_gets_its_root_verdict_as_an_ordinary_user(user,
 
 def test_a_one_worker_dask_cluster_grades_as_an_ordinary_user(user, home):
     from course_grader.exercise.model import load_exercises
-    from course_grader.samples import _bytes, samples_for
+    from course_grader.samples import notebook_bytes, samples_for
 
     every = samples_for(load_exercises(ROOT / "solutions"))
     names = ["correct__ex02_diagnose.ipynb", "unanswered__ex02_diagnose.ipynb",
@@ -111,7 +111,7 @@ def test_a_one_worker_dask_cluster_grades_as_an_ordinary_user(user, home):
     subs = home / "class"
     subs.mkdir()
     for name in names:
-        (subs / name).write_bytes(_bytes(every[name][0]))
+        (subs / name).write_bytes(notebook_bytes(every[name][0]))
     for path in (subs, *subs.iterdir()):
         os.chown(path, user.pw_uid, user.pw_gid)
     result = as_user(user, home, str(COURSE), "grade", str(subs), "--cluster", "local:1", "--no-progress",
@@ -119,8 +119,8 @@ def test_a_one_worker_dask_cluster_grades_as_an_ordinary_user(user, home):
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
     assert "confined in user namespaces" in out, out[-3000:]
-    from course_grader.pipeline.orchestrate import check_expectations
     from course_grader.results.gradebook import Gradebook
+    from course_grader.samples.expectations import check_expectations
 
     with Gradebook(home / "out" / "gradebook.sqlite") as book:   # the samples' own expectations, as root checks them
         assert check_expectations(book, {name: every[name][1] for name in names}) == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import nbformat
 
-from course_grader.pipeline.orchestrate import _verdict_module, grade_class
+from course_grader.pipeline.orchestrate import grade_class, verdict_module
 from course_grader.results.gradebook import Gradebook
 
 WEAK_FIXTURE = ("def check_equivalent(reference, candidate):\n"
@@ -37,7 +37,7 @@ def test_a_small_class_graded_for_real_leaks_no_hidden_test(tmp_path, submission
     seen: list = []
 
     def recording(exercise):
-        grade, harness = _verdict_module(exercise)
+        grade, harness = verdict_module(exercise)
 
         def wrapped(ctx):
             out = grade(ctx)

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from course_grader.pipeline.orchestrate import GraderError, default_out_dir, grade_class
+from course_grader.errors import GraderError
+from course_grader.pipeline.orchestrate import default_out_dir, grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
@@ -209,7 +210,7 @@ def test_a_notebook_that_breaks_matching_is_a_rejection(tmp_path, submission, gr
 
 
 def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stub_verdicts):
-    from course_grader.pipeline.orchestrate import grade_samples
+    from course_grader.samples.expectations import grade_samples
 
     line, ok = grade_samples(tmp_path / "samples-grading", jobs=2, progress=False,
                              host_factory=lambda *a: fake_host(), verdict_for=stub_verdicts)

@@ -89,15 +89,16 @@ def test_demo_grading_grades_the_cpu_limit_sample_apart_and_writes_one_index(tmp
 def test_the_infinite_loop_gets_its_expected_reason_under_the_demo_limits(tmp_path):
     """The real sandbox: the loop sample, graded as course run grades it, still gets zero and a CPU reason."""
     from course_grader.exercise.model import load_exercises
-    from course_grader.pipeline.orchestrate import check_expectations, grade_class
+    from course_grader.pipeline.orchestrate import grade_class
     from course_grader.results.gradebook import Gradebook
-    from course_grader.samples import _bytes, samples_for
+    from course_grader.samples import notebook_bytes, samples_for
+    from course_grader.samples.expectations import check_expectations
 
     every = samples_for(load_exercises(ROOT / "solutions"))
     name = next(n for n in representative(EXPECTED) if runs_out_of_cpu(EXPECTED[n]))
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / name).write_bytes(_bytes(every[name][0]))
+    (subs / name).write_bytes(notebook_bytes(every[name][0]))
     report = grade_class(subs, tmp_path / "out", progress=False, limits=DEMO_LIMITS, warm=False)
     assert report.ok, report.faults
     with Gradebook(report.gradebook) as book:

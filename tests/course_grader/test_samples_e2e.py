@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from course_grader.pipeline.orchestrate import grade_samples
+from course_grader.samples.expectations import grade_samples
 
 pytestmark = pytest.mark.skipif(os.environ.get("COURSE_SAMPLES_E2E") != "1",
                                 reason="set COURSE_SAMPLES_E2E=1 to grade every sample end to end (10 to 20 min)")

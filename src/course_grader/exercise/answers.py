@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from course_grader.harness.allowlist import AllowListError, parse_source
 from course_grader.intake.integrity import Checked, normalized
-from course_grader.verdict.allowlist import AllowListError, parse_source
 from course_grader.verdict.context import AnswerError, GradeContext
 
 from .model import ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise

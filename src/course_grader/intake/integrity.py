@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 from dataclasses import dataclass, field
 
 from course_grader.exercise.model import CellKind, Exercise
 from course_grader.harness.allowlist import strip_magics
+from course_grader.harness.parsing import parse
 
 # ---------------------------------------------------------------- the course profile
 
@@ -78,17 +78,6 @@ PROFILE = CourseProfile(
                    "importlib.reload", "importlib.util", "importlib.machinery"),
     banned_names=frozenset({"__builtins__", "get_ipython", "_ih", "_oh", "In", "Out", "__IPYTHON__"}),
 )
-
-# CPython 3.11's AST constructor keeps its recursion depth in shared state: parsing from several
-# grader threads at once can fail with "AST constructor recursion depth mismatch". Take turns.
-_PARSE_LOCK = threading.Lock()
-
-
-def parse(code: str) -> ast.Module:
-    """``ast.parse`` that is safe to call from the grader's worker threads."""
-    with _PARSE_LOCK:
-        return ast.parse(code)
-
 
 # ---------------------------------------------------------------- matching
 

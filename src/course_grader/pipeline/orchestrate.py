@@ -42,6 +42,7 @@ from typing import Any
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
 from course_grader import grader_key
+from course_grader.errors import GraderError, UsageError
 from course_grader.exercise.model import Exercise, ExerciseFormatError, load_exercises
 from course_grader.exercise.release import answered_notebook
 from course_grader.intake.discover import Candidate, choose, discover
@@ -57,24 +58,6 @@ from course_grader.status import AttemptStatus, CellStatus, FaultKind, TestStatu
 
 CELL_OUTPUT_CHARS = 20_000
 MAX_NOTES = 20
-STUDENT_FAULT_TEXT = {
-    FaultKind.CPU_TIME: "used up its CPU time",
-    FaultKind.WALL_TIME: "ran past the wall-clock limit without finishing (waiting, not computing)",
-    FaultKind.MEMORY: "ran out of memory",
-    FaultKind.PIDS: "started more processes or threads than allowed",
-    FaultKind.OUTPUT: "printed more than the output limit",
-    FaultKind.CRASHED: "ended its own process",
-    FaultKind.PROTOCOL: "made the measuring process reply with something that is not data",
-}
-
-
-class GraderError(RuntimeError):
-    """The grader cannot grade this run at all (unreadable solutions, a model answer that fails)."""
-
-
-class UsageError(ValueError):
-    """The command was asked for something that does not exist or cannot be (an unknown ``--exercise``,
-    a path that is no notebook, a bad student id): exit 2, nothing created."""
 
 
 def read_exercises(solutions: Path, error: type[Exception] = GraderError) -> dict[str, Exercise]:
@@ -138,7 +121,7 @@ class ClassReport:
 # ---------------------------------------------------------------- the grading context
 
 
-def _verdict_module(ex: Exercise):
+def verdict_module(ex: Exercise):
     """``(grade, harness)`` for an exercise: its own test cells, run by ``course_grader.verdict.testcells``."""
     from course_grader.verdict import testcells
 
@@ -242,7 +225,7 @@ class _Measurer:
 
 
 @dataclass
-class _Job:
+class Job:
     cand: Candidate
     loaded: Loaded
     ex: Exercise
@@ -281,8 +264,8 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
                     first = error.splitlines()[0][:300] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")
                 elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
-                    what = ("ran out of wall-clock time" if result.fault is FaultKind.WALL_TIME
-                            else "used up its CPU time" if status is CellStatus.TIMEOUT else "ended the kernel")
+                    what = (FaultKind(result.fault).wording if result.fault is not None
+                            else FaultKind.CPU_TIME.wording if status is CellStatus.TIMEOUT else "ended the kernel")
                     notes.append(f"{cell.label} {what}" + (f": {result.error.strip().splitlines()[0][:300]}"
                                                            if (result.error or "").strip() else ""))
                     stopped = f"{cell.label} {what}"
@@ -355,8 +338,7 @@ def _fault_reason(faults: list[tuple[str, Any]], retried: bool) -> tuple[bool, s
         if FaultKind(fault.kind) is FaultKind.GRADER:
             return True, f"the grader failed while measuring {entry} ({fault.detail[:200]}); this is not your fault"
     entry, fault = faults[0]
-    text = STUDENT_FAULT_TEXT.get(FaultKind(fault.kind), str(fault.kind))
-    return False, (f"your code {text} while the grader measured {entry}"
+    return False, (f"your code {FaultKind(fault.kind).wording} while the grader measured {entry}"
                    f"{': ' + fault.detail[:200] if fault.detail else ''}"
                    f"{' (confirmed by a second run, alone)' if retried else ''}")
 
@@ -370,7 +352,7 @@ def match_cells(ex: Exercise, notebook: dict) -> Checked:
         return Checked(reject=f"the notebook's cells could not be matched to the exercise ({type(exc).__name__})")
 
 
-def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = False,
+def grade_submission(job: Job, host, verdict_for, final: bool, retried: bool = False,
                      cache: ReplyCache | None = None, feedback: bool = True
                      ) -> tuple[Attempt | None, Timing | None, bool]:
     """``(attempt, timing, needs a second run alone)``; the attempt is None when it must be re-run.
@@ -426,7 +408,7 @@ def grade_submission(job: _Job, host, verdict_for, final: bool, retried: bool = 
     return attempt, Timing(cand.rel, attempt.seconds, student_cpu, verdict_s), False
 
 
-def grade_one(job: _Job, host, verdict_for, cache: ReplyCache | None = None, feedback: bool = True) -> Attempt | None:
+def grade_one(job: Job, host, verdict_for, cache: ReplyCache | None = None, feedback: bool = True) -> Attempt | None:
     """One submission with nothing else to grade (the model answers at warm-up, ``course check``):
     graded, and graded once more (its faults then final) after a measuring fault, as a class run does."""
     attempt, _, again = grade_submission(job, host, verdict_for, final=False, cache=cache, feedback=feedback)
@@ -462,7 +444,7 @@ def default_out_dir(submissions_dir: Path) -> Path:
     return grading_root()[0] / Path(submissions_dir).resolve().name
 
 
-def _default_host(hide: list[Path], compile_cache: Path | None, limits):
+def default_host(hide: list[Path], compile_cache: Path | None, limits):
     from course_grader.sandbox import GradingHost, Limits
 
     return GradingHost(hide=hide, compile_cache=compile_cache, limits=limits or Limits())
@@ -531,20 +513,20 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
         exercise = exercise_id(exercises, exercise)   # UsageError before anything is created
     if store is None and host_factory is None and verdict_for is None:
         store = cache_store.default_store()
-    verdict_for = verdict_for or _verdict_module
+    verdict_for = verdict_for or verdict_module
     if host_factory is None and executor is None:  # on a cluster, each worker checks for itself
         from course_grader.sandbox.host import confinement_refusal
 
         if refusal := confinement_refusal("this process", unconfined):
             raise GraderError(refusal)
-    host_factory = host_factory or _default_host
+    host_factory = host_factory or default_host
     private_dir(out_dir)  # 0700: no kernel uid of this or another run can enter it
     cache_store.sweep_run_folders(out_dir)   # compile caches of graders killed before their cleanup
     report = ClassReport(out_dir, gradebook, exercise=exercise)
 
     with Gradebook(gradebook) as book:
         chosen, loaded = _plan(subs, exercises, exercise, max_file_bytes, report)
-        todo: list[_Job] = []
+        todo: list[Job] = []
         for cand, ignored in chosen:
             ld = loaded[cand.rel]
             ex = exercises.get(cand.exercise or "")
@@ -567,7 +549,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
                 report.skipped += 1
                 book.set_current(cand.student, ex.id, key, ignored)
             else:
-                todo.append(_Job(cand, ld, ex, key, ignored))
+                todo.append(Job(cand, ld, ex, key, ignored))
 
         if todo:
             # A hidden folder must exist before the host starts: one created later (build/ by a
@@ -684,7 +666,7 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
         start = time.perf_counter()
         nb = answered_notebook(ex)
         cand = Candidate(f"model answers of {ex.name}", ex.path, "instructor", ex.id)
-        job = _Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
+        job = Job(cand, Loaded(cand, ex.sha256, nb), ex, "warm", [])
         # verdicts only: the feedback run never changes a score, and the questions the tests ask of the
         # model answers (the same compiles a student's notebook makes) are what fill the compile cache
         attempt = grade_one(job, host, verdict_for, cache, feedback=False)
@@ -706,7 +688,7 @@ def _warm(host, exercise_ids: list[str], exercises: dict[str, Exercise], verdict
             pass
 
 
-def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, book: Gradebook,
+def _grade_jobs(todo: list[Job], host, verdict_for, jobs: int, progress: bool, book: Gradebook,
                 report: ClassReport, cache: ReplyCache, remote=None) -> None:
     """Grade ``todo`` here (``host``, ``jobs`` threads) or, given ``remote`` (a cluster session), on
     its workers: ``remote.first_pass(todo)`` yields ``(job, outcome)`` as jobs finish, ``outcome()``
@@ -717,9 +699,9 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="nb", desc="grading", file=sys.stderr, dynamic_ncols=True)
-    retry: list[_Job] = []
+    retry: list[Job] = []
 
-    def finish(job: _Job, result) -> None:
+    def finish(job: Job, result) -> None:
         attempt, timing, again = result
         if again:
             retry.append(job)
@@ -735,7 +717,7 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
         if bar:
             bar.update(1)
 
-    def run(job: _Job, final: bool):
+    def run(job: Job, final: bool):
         try:
             return grade_submission(job, host, verdict_for, final, retried=final, cache=cache)
         except GraderError:
@@ -775,59 +757,3 @@ def _grade_jobs(todo: list[_Job], host, verdict_for, jobs: int, progress: bool, 
                 bar.update(1)
     if bar:
         bar.close()
-
-
-# ---------------------------------------------------------------- the bundled samples
-
-
-def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
-    """Every way the gradebook disagrees with the samples' expectations (``{file name: {...}}``)."""
-    import re
-
-    rows = {Path(r["path"]).name: r for r in book.current()}
-    problems = []
-    for fname, want in sorted(expected.items()):
-        r = rows.get(fname)
-        if r is None:
-            problems.append(f"{fname}: not graded")
-            continue
-        if r["status"] != want["status"]:
-            problems.append(f"{fname}: status {r['status']} (expected {want['status']}): {r['reason']}")
-        score, possible = r["auto_score"], r["auto_possible"]
-        ok = {"full": score == possible, "zero": score == 0, "partial": 0 < score < possible}[want["score"]]
-        if not ok:
-            problems.append(f"{fname}: {score:g}/{possible:g} (expected {want['score']})")
-        elif "points" in want and score != want["points"]:
-            problems.append(f"{fname}: {score:g}/{possible:g} (expected exactly {want['points']:g})")
-        text = r["reason"] + " " + r["notes"]
-        if want.get("reason") and not re.search(want["reason"], text, re.I):
-            problems.append(f"{fname}: reason {r['reason']!r} does not mention {want['reason']!r}")
-    return problems
-
-
-def grade_samples(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutions: Path = SOLUTIONS,
-                  progress: bool = True, **kwargs) -> tuple[str, bool]:
-    """Regenerate the bundled samples from ``solutions`` into ``out_dir/submissions``, grade them with
-    :func:`grade_class` into ``out_dir`` (never a class's folder), and compare with their expectations.
-    ``(one-line summary, the grader worked and every sample got its expected verdict)``."""
-    from course_grader.samples import make_samples
-
-    out_dir = Path(out_dir)
-    subs = out_dir / "submissions"
-    shutil.rmtree(subs, ignore_errors=True)
-    expected = make_samples(Path(solutions), subs)
-    try:
-        report = grade_class(subs, out_dir, solutions=solutions, jobs=jobs, progress=progress,
-                             title="Bundled sample submissions", **kwargs)
-    except GraderError as exc:
-        return f"sample submissions: GRADER FAULT: {exc}", False
-    with Gradebook(report.gradebook) as book:
-        problems = check_expectations(book, expected) + [f"grader fault: {f}" for f in report.faults]
-    for p in problems:
-        print(f"  sample check: {p}")
-    wrong = {p.split(":")[0] for p in problems if not p.startswith("grader fault")}
-    where = out_dir.resolve().relative_to(ROOT) if out_dir.resolve().is_relative_to(ROOT) else out_dir
-    line = (f"sample submissions graded: {len(expected)} ({len(report.graded)} new, {report.skipped} unchanged), "
-            f"{len(expected) - len(wrong)} as expected{'' if not problems else f', {len(problems)} PROBLEMS'}"
-            f"   -> {where}/")
-    return line, not problems

@@ -46,7 +46,7 @@ def unneutralise(text: str) -> str:
     return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
 
 
-def _write_csv(path: Path, columns: list[str], rows) -> Path:
+def write_csv(path: Path, columns: list[str], rows) -> Path:
     if not path.parent.exists():
         private_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
@@ -92,11 +92,11 @@ def _review_rows(book: Gradebook, exercise: str | None, students: set[str] | Non
 
 
 def export_grades(book: Gradebook, path: Path, exercise: str | None = None, students: set[str] | None = None) -> Path:
-    return _write_csv(path, GRADE_COLUMNS, _grade_rows(book, exercise, students))
+    return write_csv(path, GRADE_COLUMNS, _grade_rows(book, exercise, students))
 
 
 def export_review(book: Gradebook, path: Path, exercise: str | None = None, students: set[str] | None = None) -> Path:
-    return _write_csv(path, REVIEW_COLUMNS, _review_rows(book, exercise, students))
+    return write_csv(path, REVIEW_COLUMNS, _review_rows(book, exercise, students))
 
 
 class SheetError(ValueError):
@@ -112,7 +112,7 @@ class ReviewImport:
     notes: list[str] = field(default_factory=list)   # applied, but with something to know
 
 
-def _header_key(name: str) -> str:
+def header_key(name: str) -> str:
     return " ".join((name or "").replace("\ufeff", "").split()).lower().replace(" ", "_")
 
 
@@ -137,7 +137,7 @@ def read_sheet(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         header = next(reader)
     except StopIteration:
         raise SheetError(f"{name} is empty") from None
-    columns = [_header_key(h) for h in header]
+    columns = [header_key(h) for h in header]
     missing = [c for c in REVIEW_NEEDED if c not in columns]
     if missing:
         unknown = [h for h, c in zip(header, columns, strict=True) if c not in REVIEW_COLUMNS]

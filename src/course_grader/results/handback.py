@@ -35,8 +35,8 @@ from pathlib import Path
 
 from course_grader.intake.discover import STUDENT_ID
 
-from .export import _header_key, _write_csv
-from .feedback import _env, page_name, render_attempt
+from .export import header_key, write_csv
+from .feedback import environment, page_name, render_attempt
 from .gradebook import Gradebook
 from .private import private_dir
 
@@ -72,7 +72,7 @@ def read_map(path: Path) -> dict[str, dict[str, str]]:
         raise HandBackError(f"{path} is not UTF-8 text (save it as CSV UTF-8)") from None
     first = text.splitlines()[0] if text.strip() else ""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=max((",", ";", "\t"), key=first.count))
-    header = [_header_key(h) for h in next(reader, [])]
+    header = [header_key(h) for h in next(reader, [])]
     if "student" not in header or "lms_id" not in header:
         raise HandBackError(f"{path}: the header must name student and lms_id (optional: "
                             f"{', '.join(MAP_COLUMNS[2:])}); it has {', '.join(header) or 'nothing'}")
@@ -125,7 +125,7 @@ def hand_back(book: Gradebook, out_dir: Path, to: Path, *, zip_pages: bool = Fal
         to.mkdir(parents=True, mode=0o700)
     os.chmod(to, 0o700)
     (to / MARKER).write_text("written by course grade --hand-back; each STUDENT/ folder is that student's\n")
-    env = _env()
+    env = environment()
     for student, items in sorted(by_student.items()):
         staged = _replace_folder(to, student)
         listed = []
@@ -189,14 +189,14 @@ def write_lms(book: Gradebook, lms_dir: Path, mapping: dict[str, dict[str, str]]
 
     grades = [[s, who(s, "lms_id", s), *(_num(points[s][n]) if n in points[s] else "" for n in names),
                _num(sum(points[s].get(n, 0.0) for n in names)), _num(sum(exercises.values()))] for s in students]
-    paths = [_write_csv(lms_dir / "grades.csv", ["student", "lms_id", *names, "total", "possible"], grades)]
+    paths = [write_csv(lms_dir / "grades.csv", ["student", "lms_id", *names, "total", "possible"], grades)]
     canvas = [["Points Possible", "", "", "", "", *(_num(exercises[n]) for n in names)]]
     canvas += [[who(s, "name", s), who(s, "canvas_id"), who(s, "sis_user_id"), who(s, "lms_id", s), who(s, "section"),
                 *(_num(points[s][n]) if n in points[s] else "" for n in names)] for s in students]
-    paths.append(_write_csv(lms_dir / "canvas.csv", CANVAS_FIXED + names, canvas))
+    paths.append(write_csv(lms_dir / "canvas.csv", CANVAS_FIXED + names, canvas))
     moodle = [[who(s, "lms_id", s), s, *(_num(points[s][n]) if n in points[s] else "" for n in names)]
               for s in students]
-    paths.append(_write_csv(lms_dir / "moodle.csv", ["lms_id", "student", *names], moodle))
+    paths.append(write_csv(lms_dir / "moodle.csv", ["lms_id", "student", *names], moodle))
     return paths
 
 

@@ -19,11 +19,9 @@ edited cell by cell:
 
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import nbformat
@@ -207,7 +205,7 @@ def authored_samples(ex: Exercise) -> list:
         raise ValueError(f"{path.name}: {exc}") from None
 
 
-def _bytes(content) -> bytes:
+def notebook_bytes(content) -> bytes:
     if isinstance(content, bytes):
         return content
     # json, not nbformat.writes: a tampered notebook (a duplicated cell id) must be written as it is
@@ -223,49 +221,7 @@ def make_samples(solutions_dir: Path, out_dir: Path) -> dict[str, dict]:
     out_dir.mkdir(parents=True, exist_ok=True)
     expected = {}
     for fname, (content, expect) in samples_for(exercises).items():
-        (out_dir / fname).write_bytes(_bytes(content))
+        (out_dir / fname).write_bytes(notebook_bytes(content))
         expected[fname] = expect
     (out_dir / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return expected
-
-
-def check_graded(samples: Path, graded: Path, exercise: str | None = None) -> int:
-    """Print every sample whose grade differs from its expected.json entry; 0 when none does."""
-    from course_grader.pipeline.orchestrate import check_expectations
-    from course_grader.results.gradebook import Gradebook
-
-    expected = json.loads((Path(samples) / "expected.json").read_text(encoding="utf-8"))
-    if exercise:
-        expected = {name: e for name, e in expected.items() if f"__{exercise}_" in name}
-    book_path = Path(graded) / "gradebook.sqlite"
-    if not book_path.is_file():
-        print(f"no gradebook in {graded}: grade the samples first (course grade {samples} --out {graded})")
-        return 2
-    problems = check_expectations(Gradebook(book_path), expected)
-    for line in problems:
-        print(line)
-    print(f"{len(expected)} samples expected, {len(problems)} differ")
-    return 1 if problems else 0
-
-
-def main(argv=None) -> int:
-    from compile_course.paths import ROOT  # noqa: PLC0415
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                allow_abbrev=False)
-    p.add_argument("--solutions", type=Path, default=ROOT / "solutions")
-    p.add_argument("--out", type=Path, default=ROOT / "tests" / "samples" / "submissions")
-    p.add_argument("--check", type=Path, metavar="GRADED",
-                   help="instead of writing samples: compare the gradebook of a `course grade --out GRADED` "
-                        "run over the samples in --out with their expected.json (exit 1 on any difference)")
-    p.add_argument("--exercise", help="with --check: only this exercise's samples (exNN)")
-    args = p.parse_args(argv)
-    if args.check is not None:
-        return check_graded(args.out, args.check, args.exercise)
-    expected = make_samples(args.solutions, args.out)
-    print(f"{len(expected)} samples -> {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

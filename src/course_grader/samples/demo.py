@@ -21,7 +21,7 @@ from pathlib import Path
 from compile_course.paths import BUILD, SOLUTIONS
 
 from ..sandbox.limits import Limits
-from . import _bytes, samples_for
+from . import notebook_bytes, samples_for
 
 # The kinds of bundled sample, in the order the demo grades them (a sample's kind is its name up
 # to the first "-": correct, tamper-edit-test, adv-exec-source, ...). A kind not listed here is
@@ -78,12 +78,14 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutio
     one gradebook and one feedback index, and compare every verdict with its expectation.
     ``(one-line summary, the grader worked and every sample got its expected verdict)``.
     ``kwargs`` go to both ``grade_class`` calls (tests pass a fake host)."""
+    from course_grader.errors import GraderError
     from course_grader.exercise.model import load_exercises
-    from course_grader.pipeline.orchestrate import GraderError, check_expectations, grade_class
+    from course_grader.pipeline.orchestrate import grade_class
     from course_grader.results.export import export_grades, export_review
     from course_grader.results.feedback import render_all
     from course_grader.results.gradebook import Gradebook
     from course_grader.results.private import seal_tree
+    from course_grader.samples.expectations import check_expectations
 
     out_dir = Path(out_dir)
     every = samples_for(load_exercises(Path(solutions)))
@@ -105,7 +107,7 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutio
         shutil.rmtree(subs, ignore_errors=True)
         subs.mkdir(parents=True)
         for name in names:
-            (subs / name).write_bytes(_bytes(every[name][0]))
+            (subs / name).write_bytes(notebook_bytes(every[name][0]))
         (subs / "expected.json").write_text(json.dumps({n: expected[n] for n in names}, indent=1, sort_keys=True,
                                                        ensure_ascii=False) + "\n")
         if not names:

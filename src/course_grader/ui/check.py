@@ -35,6 +35,7 @@ from pathlib import Path
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
 from compile_course.workspace import private_folder
+from course_grader.errors import UsageError
 from course_grader.exercise.answers import AnswerState, answer_states
 from course_grader.exercise.model import Exercise
 from course_grader.intake.discover import (
@@ -47,7 +48,7 @@ from course_grader.intake.discover import (
 )
 from course_grader.intake.integrity import Checked
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_bytes
-from course_grader.pipeline.orchestrate import UsageError, load_submission, match_cells, read_exercises
+from course_grader.pipeline.orchestrate import load_submission, match_cells, read_exercises
 from course_grader.results.shown import printable
 
 HANDIN = ROOT / "handin"
@@ -314,12 +315,12 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
     ``GradingHost`` and the exercise's test cells. Raises ``GraderError``."""
     from course_grader.pipeline import cache_store
     from course_grader.pipeline.orchestrate import (
+        Job,
         ReplyCache,
-        _default_host,
-        _Job,
-        _verdict_module,
+        default_host,
         grade_one,
         instructor_paths,
+        verdict_module,
     )
 
     ex = insp.ex
@@ -336,19 +337,19 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
             compile_cache = cache_store.new_folder(run_dir)
             if _stored_warm_up(ex, exercises, compile_cache, cache):
                 say("      (starting from this machine's compile cache of an identical grading run)")
-        job = _Job(insp.loaded.candidate, insp.loaded, ex, "check", [])
-        host = stack.enter_context((host_factory or _default_host)(instructor_paths(solutions, run_dir),
+        job = Job(insp.loaded.candidate, insp.loaded, ex, "check", [])
+        host = stack.enter_context((host_factory or default_host)(instructor_paths(solutions, run_dir),
                                                                    compile_cache, None))
         if line := confinement_line(host):
             say(f"      {line}")
         with _Ticker("still measuring"):
-            return grade_one(job, host, verdict_for or _verdict_module, cache, feedback=False)
+            return grade_one(job, host, verdict_for or verdict_module, cache, feedback=False)
 
 
 def run_public_tests(insp: Inspection, exercises: dict[str, Exercise], solutions: Path = SOLUTIONS,
                      **doubles) -> bool:
     """Print the public tests' verdicts of :func:`grade_quietly`; True when every one passes."""
-    from course_grader.pipeline.orchestrate import GraderError
+    from course_grader.errors import GraderError
     from course_grader.status import AttemptStatus, TestStatus
 
     say("[4/4] public tests: measured by the grader's own verdict code in its sandbox; this can take a minute")

@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"course grade: --cluster takes local:N (N workers), not {args.cluster!r}", file=sys.stderr)
             return 2
 
-    from course_grader.pipeline.orchestrate import GraderError, UsageError, grade_class
+    from course_grader.errors import GraderError, UsageError
+    from course_grader.pipeline.orchestrate import grade_class
     from course_grader.results.gradebook import Gradebook
 
     limits = None

@@ -3,7 +3,7 @@
 ``GradeContext`` hands the trusted verdict code the student's cell sources (by
 course id) and one way to reach a sandboxed measuring process. It never runs
 student code itself: data answers are parsed with ``ast.literal_eval``, code
-answers are cut out of their cell and checked by ``course_grader.verdict.allowlist``
+answers are cut out of their cell and checked by ``course_grader.harness.allowlist``
 before anything can send them to a measuring process.
 
 What it does not do: decide. The exercise's test cells (``course_grader.verdict.testcells``) compare
@@ -20,8 +20,7 @@ from typing import Any
 # AnswerError: the student's answer cannot be used (missing, not a literal, not allowed); its text is for
 # the student. One class with the test API's, an AssertionError: a test cell that meets it fails with it.
 from compile_course.primitives import AnswerError  # noqa: F401
-
-from .allowlist import AllowList, AllowListError, extract_function, parse_source
+from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, parse_source
 
 MAX_LITERAL_NODES = 2_000
 MAX_LITERAL_DEPTH = 8

@@ -22,9 +22,10 @@ from typing import Any
 from compile_course import primitives as measure
 from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
 from compile_course.testing import code, spy
+from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, parse_source
+from course_grader.harness.parsing import parse
 from course_grader.verdict import graphcheck
 
-from .allowlist import AllowList, AllowListError, extract_function, parse_source
 from .context import AnswerError as ContextAnswerError
 from .context import GradeContext, excerpt
 
@@ -32,21 +33,12 @@ DEFAULT_PROVIDED = frozenset({"torch", "nn"})
 DEFAULT_IMPORTS = frozenset({"time", "copy"})
 
 
-def _parse(source: str, mode: str = "exec") -> ast.AST:
-    """``ast.parse`` under ``integrity``'s lock: CPython 3.11's AST constructor keeps its recursion depth in
-    shared state, so two grader threads parsing at once can fail ("AST constructor recursion depth mismatch")."""
-    from course_grader.intake.integrity import _PARSE_LOCK
-
-    with _PARSE_LOCK:
-        return ast.parse(source, mode=mode)
-
-
 def setup_names(sources: list[str]) -> frozenset[str]:
     """Every top-level name the setup cells bind (defs, classes, assignments, imports)."""
     names: set[str] = set()
     for source in sources:
         try:
-            tree = _parse(source)
+            tree = parse(source)
         except SyntaxError:
             continue
         for node in tree.body:
@@ -73,7 +65,7 @@ class _Shipped:
     def __init__(self, test_source: str):
         self.defs: dict[str, ast.AST] = {}
         try:
-            tree = _parse(test_source)
+            tree = parse(test_source)
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
         for node in tree.body:
@@ -84,7 +76,7 @@ class _Shipped:
     def expression(self, text: str) -> tuple[str, list[str]]:
         """``(the expression with shipped names replaced, the shipped definitions it needs)``."""
         try:
-            tree = _parse(text, mode="eval")
+            tree = parse(text, mode="eval")
         except SyntaxError as exc:
             raise ValueError(f"code({text!r}) is not an expression: {exc.msg}") from None
         needed = self._needed(tree)
@@ -208,7 +200,7 @@ class RemoteNamespace:
             checked = extract_function(source, name, allowed, where=cid)
         except AllowListError as exc:
             raise AnswerError(str(exc)) from None
-        fn = next(n for n in _parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        fn = next(n for n in parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
         self._params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         return {"source": checked, "allow": self._allow_data(allow)}
 

@@ -59,13 +59,12 @@ def run_test(source: str, test_id: str, namespace: dict, student: RemoteNamespac
         # the student's code used up a limit in a question this test asked: this test fails, the
         # others keep their verdicts (the platform has recorded the fault and re-runs the submission
         # alone once before it counts); a grader fault stops the submission
-        from course_grader.pipeline.orchestrate import STUDENT_FAULT_TEXT
         from course_grader.status import FaultKind
 
         kind = FaultKind(fault.kind)
         if not kind.student_fault:
             raise
-        return TestVerdict(test_id, False, f"your code {STUDENT_FAULT_TEXT.get(kind, str(kind))}: "
+        return TestVerdict(test_id, False, f"your code {kind.wording}: "
                                            f"{str(fault.detail)[:300]}")
     except AssertionError as exc:
         return TestVerdict(test_id, False, _message(exc)[:MAX_MESSAGE])

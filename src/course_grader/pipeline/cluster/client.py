@@ -92,7 +92,7 @@ class ClusterSession:
         return self._outcome(fut)()
 
     def _stop_on_setup_error(self, fut) -> None:
-        from ..orchestrate import GraderError
+        from course_grader.errors import GraderError
 
         try:
             error = fut.exception()      # waits for the task; None when it succeeded
@@ -103,7 +103,7 @@ class ClusterSession:
 
     def _outcome(self, fut):
         def result():
-            from ..orchestrate import GraderError
+            from course_grader.errors import GraderError
 
             try:
                 return fut.result()
@@ -144,12 +144,13 @@ class DaskExecutor:
                 verdict_for=None, unconfined: bool = False, exercise_hashes: dict | None = None
                 ) -> Iterator[ClusterSession]:
         from course_grader import grader_key
+        from course_grader.errors import GraderError
 
-        from ..orchestrate import GraderError, _default_host, _verdict_module
+        from ..orchestrate import default_host, verdict_module
 
         spec = RunSpec(tuple(str(p) for p in hide), limits, warm, progress, grader_key(), runtime(),
-                       None if host_factory in (None, _default_host) else host_factory,
-                       None if verdict_for in (None, _verdict_module) else verdict_for, unconfined,
+                       None if host_factory in (None, default_host) else host_factory,
+                       None if verdict_for in (None, verdict_module) else verdict_for, unconfined,
                        tuple(sorted((exercise_hashes or {}).items()))).with_key()
         try:
             client = Client(self.address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)

@@ -83,7 +83,7 @@ class _HostState:
     """A host of one run in this process, the exercises warmed in it, and who is using it."""
 
     def __init__(self, spec: RunSpec):
-        from ..orchestrate import ReplyCache, _default_host
+        from ..orchestrate import ReplyCache, default_host
 
         self.spec = spec
         self.stack = ExitStack()
@@ -109,7 +109,7 @@ class _HostState:
                 self.entry, _ = cache_store.open_entry(dict(spec.exercise_hashes), spec.grader_key)
             self.compile_cache = compile_cache
             hide = [Path(p) for p in spec.hide] + [scratch] + ([Path(worker_dir)] if worker_dir else [])
-            factory = spec.host_factory or _default_host
+            factory = spec.host_factory or default_host
             self.host = self.stack.enter_context(factory(hide, compile_cache, spec.limits))
         except BaseException:
             self.stack.close()
@@ -156,13 +156,15 @@ class _HostState:
             self._close_if_released()
 
     def _warm(self, todo) -> None:
-        from ..orchestrate import GraderError, _verdict_module, warm_up
+        from course_grader.errors import GraderError
+
+        from ..orchestrate import verdict_module, warm_up
 
         start = time.perf_counter()
         failure = ""
         try:
             # published only while no student code has run in this host (as grade_class does)
-            reused = warm_up(self.host, todo, self.spec.verdict_for or _verdict_module, self.spec.progress,
+            reused = warm_up(self.host, todo, self.spec.verdict_for or verdict_module, self.spec.progress,
                              self.cache, 1, self.compile_cache, self.entry, may_publish=not self.students_seen)
             self.cache_reused = reused if not self.warmed else self.cache_reused and reused
         except GraderError as exc:
@@ -235,14 +237,16 @@ def _host_for(spec: RunSpec) -> _HostState:
 
 def grade_task(spec: RunSpec, job, final: bool):
     """One submission on this worker: what ``grade_submission`` returns (``final``: a second run, alone)."""
-    from ..orchestrate import GraderError, _verdict_module, grade_submission
+    from course_grader.errors import GraderError
+
+    from ..orchestrate import grade_submission, verdict_module
 
     while True:
         state = _host_for(spec)
         try:
             with state.grading(job):
                 try:
-                    return grade_submission(job, state.host, spec.verdict_for or _verdict_module, final,
+                    return grade_submission(job, state.host, spec.verdict_for or verdict_module, final,
                                             retried=final, cache=state.cache)
                 except GraderError:
                     raise

@@ -75,7 +75,7 @@ class UnsafePath(ValueError):
     """A feedback path would not be a plain file inside the output folder."""
 
 
-def _env() -> Environment:
+def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["num"] = lambda x: f"{x:g}"
@@ -126,7 +126,7 @@ def render_attempt(book: Gradebook, row, out_dir: Path, env: Environment | None 
                    ) -> Path:
     """Write the page of one attempt: ``OUT/feedback/STUDENT/NAME.html``, or ``path`` (the hand-back,
     whose pages link to the student's own index instead of the class's)."""
-    env = env or _env()
+    env = env or environment()
     manual, reviewed = book.manual_score(row["key"])
     clearance = book.clearance(row["key"])
     page = env.get_template("attempt.html.j2").render(
@@ -141,7 +141,7 @@ def render_attempt(book: Gradebook, row, out_dir: Path, env: Environment | None 
 
 
 def render_index(book: Gradebook, out_dir: Path, rows, title: str, env: Environment | None = None) -> Path:
-    env = env or _env()
+    env = env or environment()
     students: dict[str, list] = {}
     for r in rows:
         students.setdefault(r["student"], []).append(
@@ -155,7 +155,7 @@ def render_index(book: Gradebook, out_dir: Path, rows, title: str, env: Environm
 def render_all(book: Gradebook, out_dir: Path, exercise: str | None = None, students: set[str] | None = None,
                title: str = "Grades") -> list[Path]:
     """Every counted attempt's page (optionally one exercise / some students), plus the class index."""
-    env = _env()
+    env = environment()
     rows = [r for r in book.current(exercise, students) if STUDENT_ID.match(r["student"])]
     pages = [render_attempt(book, r, out_dir, env) for r in rows]
     pages.append(render_index(book, out_dir, book.current(None, students), title, env))
