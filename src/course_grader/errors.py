@@ -13,3 +13,7 @@ class GraderError(RuntimeError):
 class UsageError(ValueError):
     """The command was asked for something that does not exist or cannot be (an unknown ``--exercise``,
     a path that is no notebook, a bad student id): exit 2, nothing created."""
+
+
+class GradebookVersionError(GraderError):
+    """The gradebook was written by a newer grader (its schema version is higher than this grader's)."""

@@ -163,3 +163,61 @@ def test_lone_surrogates_in_a_submission_never_stop_the_class(tmp_path, submissi
         assert "\\udcff" in rows["carl"]["path"]
     assert "ann" in (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8")
     assert (tmp_path / "out" / "feedback" / "index.html").read_text(encoding="utf-8")
+
+
+def _older_gradebook(path, version: int):
+    """A gradebook as an older grader left it: version 1's tables (no review_kept), one attempt, ``version``."""
+    import sqlite3
+
+    from course_grader.results.gradebook import TABLES
+
+    db = sqlite3.connect(path)
+    for name, sql in TABLES.items():
+        if name != "review_kept":
+            db.execute(sql)
+    db.execute("INSERT INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               ("k1", "ada", "ex01", "ex01_capture_boundary", "t", "ada/ex01.ipynb", "s", "s", "2", "graded", "",
+                3.0, 5.0, 0.0, "[]", "[]", "[]", 0.0, 1.0))
+    db.execute(f"PRAGMA user_version = {version}")
+    db.commit()
+    db.close()
+
+
+def test_an_older_gradebook_is_migrated_when_it_is_opened(tmp_path):
+    import sqlite3
+
+    from course_grader.results.gradebook import SCHEMA_VERSION, Gradebook
+
+    path = tmp_path / "gradebook.sqlite"
+    _older_gradebook(path, 0)
+    with Gradebook(path) as book:
+        assert book.schema_version == 0 and book.has("k1")
+        assert book.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        book.db.execute("SELECT * FROM review_kept").fetchall()        # the table a newer grader added
+    with Gradebook(path) as again:
+        assert again.schema_version == SCHEMA_VERSION and again.has("k1")
+    db = sqlite3.connect(path)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables >= {"review_kept", "attempts"}
+    db.close()
+
+
+def test_a_new_gradebook_records_its_schema_version(tmp_path):
+    from course_grader.results.gradebook import SCHEMA_VERSION, TABLES, Gradebook
+
+    with Gradebook(tmp_path / "gradebook.sqlite") as book:
+        assert book.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {r[0] for r in book.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert tables == set(TABLES)
+
+
+def test_a_gradebook_of_a_newer_grader_is_refused_and_left_as_it_was(tmp_path):
+    from course_grader.errors import GradebookVersionError
+    from course_grader.results.gradebook import SCHEMA_VERSION, Gradebook
+
+    path = tmp_path / "gradebook.sqlite"
+    _older_gradebook(path, SCHEMA_VERSION + 1)
+    before = path.read_bytes()
+    with pytest.raises(GradebookVersionError, match=f"schema {SCHEMA_VERSION + 1}"):
+        Gradebook(path)
+    assert path.read_bytes() == before

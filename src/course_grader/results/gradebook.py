@@ -12,6 +12,8 @@
   are dropped before they reach this module.
 * A flag cleared by an instructor is recorded in ``clearances`` with its reason,
   and the attempt is re-scored from the verdicts already stored.
+* The file carries its schema version (``PRAGMA user_version``); opening an older
+  gradebook migrates it in one transaction (``MIGRATIONS``), a newer one is refused.
 """
 
 from __future__ import annotations
@@ -23,39 +25,55 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_grader.errors import GradebookVersionError
 from course_grader.status import AttemptStatus, CellStatus, TestStatus
 
 from .private import private_dir, private_file
 
-SCHEMA = """
+# Every table, as a new gradebook gets it. A change here is a new SCHEMA_VERSION with its step in MIGRATIONS.
+TABLES: dict[str, str] = {
+    "attempts": """
 CREATE TABLE IF NOT EXISTS attempts (
     key TEXT PRIMARY KEY, student TEXT NOT NULL, exercise TEXT NOT NULL, exercise_name TEXT NOT NULL,
     title TEXT NOT NULL, path TEXT NOT NULL, submission_sha TEXT NOT NULL, source_sha TEXT NOT NULL,
     grader_version TEXT NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL, auto_score REAL NOT NULL,
     auto_possible REAL NOT NULL, manual_possible REAL NOT NULL, flags TEXT NOT NULL, notices TEXT NOT NULL,
-    notes TEXT NOT NULL, graded_at REAL NOT NULL, seconds REAL NOT NULL);
+    notes TEXT NOT NULL, graded_at REAL NOT NULL, seconds REAL NOT NULL);""",
+    "tests": """
 CREATE TABLE IF NOT EXISTS tests (
     key TEXT NOT NULL REFERENCES attempts(key), test_id TEXT NOT NULL, hidden INTEGER NOT NULL,
     points REAL NOT NULL, earned REAL NOT NULL, status TEXT NOT NULL, message TEXT NOT NULL,
-    ord INTEGER NOT NULL, PRIMARY KEY (key, test_id));
+    ord INTEGER NOT NULL, PRIMARY KEY (key, test_id));""",
+    "answers": """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT NOT NULL REFERENCES attempts(key), cell_id TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL,
     rubric TEXT NOT NULL, points_possible REAL NOT NULL, score REAL, comment TEXT NOT NULL DEFAULT '',
-    ord INTEGER NOT NULL, PRIMARY KEY (key, cell_id));
+    ord INTEGER NOT NULL, PRIMARY KEY (key, cell_id));""",
+    "cells": """
 CREATE TABLE IF NOT EXISTS cells (
     key TEXT NOT NULL REFERENCES attempts(key), ord INTEGER NOT NULL, label TEXT NOT NULL, status TEXT NOT NULL,
-    output TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (key, ord));
+    output TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (key, ord));""",
+    "current": """
 CREATE TABLE IF NOT EXISTS current (
     student TEXT NOT NULL, exercise TEXT NOT NULL, key TEXT NOT NULL REFERENCES attempts(key),
-    ignored TEXT NOT NULL, PRIMARY KEY (student, exercise));
+    ignored TEXT NOT NULL, PRIMARY KEY (student, exercise));""",
+    "review_kept": """
 CREATE TABLE IF NOT EXISTS review_kept (
     student TEXT NOT NULL, exercise TEXT NOT NULL, cell_id TEXT NOT NULL, attempt TEXT NOT NULL,
     score TEXT NOT NULL, comment TEXT NOT NULL, problem TEXT NOT NULL, kept_at REAL NOT NULL,
-    PRIMARY KEY (student, exercise, cell_id, attempt));
+    PRIMARY KEY (student, exercise, cell_id, attempt));""",
+    "clearances": """
 CREATE TABLE IF NOT EXISTS clearances (
     key TEXT PRIMARY KEY REFERENCES attempts(key), reason TEXT NOT NULL, flags TEXT NOT NULL,
-    cleared_at REAL NOT NULL);
-"""
+    cleared_at REAL NOT NULL);""",
+}
+# The schema's version, kept in the file's header (PRAGMA user_version). A gradebook without one (0) was
+# written before the version was recorded: it has version 1's tables (everything but review_kept).
+SCHEMA_VERSION = 2
+# version -> the statements that bring a gradebook of the version before it up to it, applied in order
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: (TABLES["review_kept"],),   # kept review scores of a superseded attempt (course grade --import-review)
+}
 
 
 def storable(value):
@@ -147,9 +165,36 @@ class Gradebook:
         private_file(self.path)  # 0600 before SQLite opens it; its -wal and -shm files take the same mode
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
+        found = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:   # before anything writes to the file
+            self.db.close()
+            raise GradebookVersionError(f"{self.path} was written by a newer grader (gradebook schema {found}; "
+                                        f"this grader reads up to {SCHEMA_VERSION}): grade with that grader, "
+                                        "or with a new --out folder")
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
+        self.schema_version = self._bring_up_to_date()
+
+    def _bring_up_to_date(self) -> int:
+        """Create the tables of a new gradebook, or migrate an older one step by step; the version it had.
+
+        One transaction: a gradebook is either migrated whole or left as it was. (A gradebook of a newer
+        grader was refused before, untouched: ``GradebookVersionError``.)"""
+        found = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if found == SCHEMA_VERSION:
+            return found
+        with self.transaction():
+            found = self.db.execute("PRAGMA user_version").fetchone()[0]   # another process may have done it
+            has_tables = self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='attempts'"
+                                         ).fetchone() is not None
+            if not has_tables:
+                steps = [TABLES[name] for name in TABLES]
+            else:
+                steps = [sql for version in range(max(found, 1) + 1, SCHEMA_VERSION + 1) for sql in MIGRATIONS[version]]
+            for sql in steps:
+                self.db.execute(sql)
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")
+        return found
 
     def __enter__(self):
         return self
