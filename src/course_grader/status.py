@@ -70,3 +70,24 @@ class FaultKind(StrEnum):
     @property
     def student_fault(self) -> bool:
         return self is not FaultKind.GRADER
+
+
+class CellRole(StrEnum):
+    """Whose a cell of the feedback notebook is (``intake.integrity.RunCell.role``)."""
+
+    LOCKED = "locked"        # the instructor's code, restored from solutions/
+    SOLUTION = "solution"    # a solution cell, as the student wrote it
+    STUDENT = "student"      # a cell the student added
+
+    @property
+    def students(self) -> bool:
+        """The student's code: its errors and CPU time are the student's."""
+        return self is not CellRole.LOCKED
+
+
+class Confinement(StrEnum):
+    """How this machine confines a sandboxed run (``sandbox.host.confinement_mode``)."""
+
+    ROOT = "root"            # the grader is root: a uid of its own per run, namespaces, a cgroup
+    USERNS = "userns"        # not root, user namespaces work: namespaces, the grader's uid outside
+    NONE = "none"            # neither: runs keep the grader's uid (only with --unconfined)

@@ -34,7 +34,9 @@ def table(packages: tuple[str, ...] = PACKAGES, src: Path = SRC) -> str:
     """A markdown table: one row per module, in folder order, a package's ``__init__`` first."""
     rows = ["| module | role |", "| --- | --- |"]
     for package in packages:
-        for path in sorted((src / package).rglob("*.py"), key=lambda p: (p.parent.parts, p.name != "__init__.py", p.name)):
+        in_order = sorted((src / package).rglob("*.py"),
+                          key=lambda p: (p.parent.parts, p.name != "__init__.py", p.name))
+        for path in in_order:
             rel = path.relative_to(src / package).as_posix()
             shown = rel.removesuffix("__init__.py") or f"{package}/"
             rows.append(f"| `{shown}` | {role(path)} |")

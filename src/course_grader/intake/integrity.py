@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from course_grader.exercise.model import CellKind, Exercise
 from course_grader.harness.allowlist import strip_magics
 from course_grader.harness.parsing import parse
+from course_grader.status import CellRole
 
 # ---------------------------------------------------------------- the course profile
 
@@ -98,7 +99,7 @@ class RunCell:
 
     label: str       # "locked ex01-setup", "solution ex01-rewrite", "your cell #7"
     source: str
-    role: str        # locked | solution | student
+    role: CellRole
     cell_id: str = ""    # what the sandbox calls it in its messages: the course id, or "#7"
 
 
@@ -250,18 +251,18 @@ def assemble(ex: Exercise, cells: list[_SubCell]) -> list[RunCell]:
 
     def add_followers(key) -> None:
         for c in followers.get(key, []):
-            run.append(RunCell(f"your cell #{c.position + 1}", c.source, "student", f"#{c.position + 1}"))
+            run.append(RunCell(f"your cell #{c.position + 1}", c.source, CellRole.STUDENT, f"#{c.position + 1}"))
 
     add_followers(None)
     for src in ex.cells:
         if not src.course_id:
             continue
         if src.kind is CellKind.LOCKED and src.cell_type == "code":
-            run.append(RunCell(f"locked {src.course_id}", src.source, "locked", src.course_id))
+            run.append(RunCell(f"locked {src.course_id}", src.source, CellRole.LOCKED, src.course_id))
         elif src.kind is CellKind.SOLUTION:
             code = [c for c in cells if c.course_id == src.course_id and c.cell_type == "code"]
             for c in code:
-                run.append(RunCell(f"solution {src.course_id}", c.source, "solution", src.course_id))
+                run.append(RunCell(f"solution {src.course_id}", c.source, CellRole.SOLUTION, src.course_id))
         add_followers(src.course_id)
     return run
 
@@ -440,7 +441,7 @@ def scan(cells: list[RunCell], profile: CourseProfile = PROFILE) -> list[tuple[s
     aliases: dict[str, str] = {}
     hits = []
     for cell in cells:
-        own = cell.role in ("solution", "student")
+        own = CellRole(cell.role).students
         try:
             tree = parse(strip_magics(cell.source))
         except (SyntaxError, ValueError):

@@ -54,7 +54,7 @@ from course_grader.results.feedback import render_all
 from course_grader.results.gradebook import AnswerItem, Attempt, CellRecord, Gradebook, TestResult, attempt_key
 from course_grader.results.private import grading_root, private_dir, seal_tree
 from course_grader.results.shown import printable
-from course_grader.status import AttemptStatus, CellStatus, FaultKind, TestStatus
+from course_grader.status import AttemptStatus, CellRole, CellStatus, FaultKind, TestStatus
 
 CELL_OUTPUT_CHARS = 20_000
 MAX_NOTES = 20
@@ -256,10 +256,10 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
                     continue
                 result = kernel.run_cell(cell.source, cell.cell_id)
                 status = CellStatus(result.status)
-                if cell.role in ("solution", "student"):
+                if CellRole(cell.role).students:
                     student_cpu += float(result.cpu_s or 0.0)
                 records.append(CellRecord(cell.label, status, _cap(result.output), _cap(result.error)))
-                if status is CellStatus.ERROR and cell.role in ("solution", "student") and len(notes) < MAX_NOTES:
+                if status is CellStatus.ERROR and CellRole(cell.role).students and len(notes) < MAX_NOTES:
                     error = (result.error or "").strip()
                     first = error.splitlines()[0][:300] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")

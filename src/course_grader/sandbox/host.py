@@ -36,7 +36,7 @@ from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, swe
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.proctree import tree_cpu_s
 from course_grader.sandbox.uids import UidLease
-from course_grader.status import CellStatus, FaultKind
+from course_grader.status import CellStatus, Confinement, FaultKind
 from course_grader.wire import protocol
 from course_grader.wire.protocol import (
     CellReply,
@@ -89,15 +89,15 @@ WEAKENING = ("no mount namespace", "no PID namespace", "no network namespace", "
 _USERNS_REFUSAL: list[str | None] = []   # the probe's answer, once per process
 
 
-def confinement_mode(unconfined: bool = False) -> str:
-    """How runs are confined here: "root", "userns" (not root, user namespaces work) or "none"."""
+def confinement_mode(unconfined: bool = False) -> Confinement:
+    """How runs are confined here: root, user namespaces (not root), or none."""
     if os.geteuid() == 0:
-        return "root"
+        return Confinement.ROOT
     if not _USERNS_REFUSAL:
         from course_grader.sandbox.confine import user_namespaces_refusal
 
         _USERNS_REFUSAL.append(user_namespaces_refusal())
-    return "userns" if _USERNS_REFUSAL[0] is None else "none"
+    return Confinement.USERNS if _USERNS_REFUSAL[0] is None else Confinement.NONE
 
 
 def confinement_refusal(where: str, unconfined: bool) -> str | None:
@@ -106,16 +106,16 @@ def confinement_refusal(where: str, unconfined: bool) -> str | None:
     Root confines each run under its own uid; an ordinary user confines it in user namespaces.
     Where neither is possible a run would keep the grader's own uid and see the whole file system:
     its code could read the hidden tests and write the run's output. Only ``--unconfined`` accepts that."""
-    if unconfined or confinement_mode() != "none":
+    if unconfined or confinement_mode() is not Confinement.NONE:
         return None
     return (f"grading cannot confine students' code: {where} is not root, and {_USERNS_REFUSAL[0]}. Run it as "
             "root, turn user namespaces on, or grade anyway with --unconfined, where students' code could read "
             "the hidden tests and write the run's output folder (docs/sandbox.md, \"Without root\")")
 
 
-def weakened(notices: list[str], confinement: str = "root") -> list[str]:
+def weakened(notices: list[str], confinement: Confinement = Confinement.ROOT) -> list[str]:
     """The notices that weaken a confined run (see ``WEAKENING``); none count when unconfined."""
-    if confinement == "none":
+    if confinement == Confinement.NONE:
         return []
     return [n for n in notices if n.startswith(WEAKENING)]
 
@@ -593,7 +593,7 @@ class GradingHost:
         self.template: Template | None = None
         self.plan = CgroupPlan()
         self.notices: list[str] = []
-        self.confinement = "root"
+        self.confinement = Confinement.ROOT
         self.cover: list[Path] = []
         self._names = itertools.count()
         self._lock = threading.Lock()
@@ -601,12 +601,12 @@ class GradingHost:
     def __enter__(self) -> GradingHost:
         try:
             self.confinement = confinement_mode()
-            if self.confinement == "root":
+            if self.confinement is Confinement.ROOT:
                 self.uids = UidLease()
                 self.plan = CgroupPlan.detect()
                 sweep_stale(self.plan, self.uids.block)
                 self.notices += self.plan.notices
-            elif self.confinement == "userns":
+            elif self.confinement is Confinement.USERNS:
                 # A run's uid outside is the grader's own: its home (other classes' gradebooks, hand-back
                 # folders, keys...) is covered; the checkout and Python, if they live there, are bound back.
                 self.cover = [Path(pwd.getpwuid(os.getuid()).pw_dir)]

@@ -50,6 +50,7 @@ from course_grader.intake.integrity import Checked
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_bytes
 from course_grader.pipeline.orchestrate import load_submission, match_cells, read_exercises
 from course_grader.results.shown import printable
+from course_grader.status import Confinement
 
 HANDIN = ROOT / "handin"
 TICK_S = 10.0
@@ -299,10 +300,10 @@ def is_root() -> bool:
 
 def confinement_line(host) -> str:
     """One line saying how the host confines student code when not root ("" as root)."""
-    mode = getattr(host, "confinement", None) or ("root" if is_root() else "none")
-    if mode == "root":
+    mode = getattr(host, "confinement", None) or (Confinement.ROOT if is_root() else Confinement.NONE)
+    if mode == Confinement.ROOT:
         return ""
-    if mode == "userns":
+    if mode == Confinement.USERNS:
         return "not root: your code runs confined in user namespaces (the grader confines it as root)"
     return "not root: your code runs unconfined, as you (like `course grade --unconfined`); the grader confines it"
 
