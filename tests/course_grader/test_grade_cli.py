@@ -7,6 +7,7 @@ import csv
 import pytest
 
 from course_grader.results.gradebook import Gradebook
+from course_grader.ui.grade import flag_form
 from course_grader.ui.grade import main as grade_main
 from course_tools.cli import main as course_main
 
@@ -157,3 +158,31 @@ def test_unconfine_is_not_taken_for_unconfined(tmp_path, submission, capsys):
     with pytest.raises(SystemExit) as exc:
         grade_main([str(tmp_path / "subs"), "--unconfine"])
     assert exc.value.code == 2 and "unrecognized arguments: --unconfine" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, flags", [
+    (["run", "subs", "--jobs", "1"], ["subs", "--jobs", "1"]),
+    (["import-review", "r.csv", "--out", "o"], ["--import-review", "r.csv", "--out", "o"]),
+    (["clear-flag", "abc", "--reason", "x"], ["--clear-flag", "abc", "--reason", "x"]),
+    (["hand-back", "o", "--zip"], ["--hand-back", "o", "--zip"]),
+    (["subs", "--out", "o"], ["subs", "--out", "o"]),                 # the earlier forms, unchanged
+    (["--clear-flag", "abc"], ["--clear-flag", "abc"]),
+])
+def test_subcommands_stand_for_the_earlier_options(argv, flags):
+    assert flag_form(argv) == flags
+
+
+@pytest.mark.parametrize("argv", [["clear-flag"], ["hand-back", "--zip"], ["run"]])
+def test_a_subcommand_without_its_argument_is_a_usage_error(argv, capsys):
+    assert grade_main(argv) == 2
+    assert f"course grade {argv[0]} needs" in capsys.readouterr().err
+
+
+def test_a_subcommand_does_what_its_option_does(tmp_path, capsys):
+    """Both forms of clearing a flag in a results folder without that attempt say the same."""
+    said = []
+    for argv in (["clear-flag", "abc", "--reason", "x", "--out", str(tmp_path)],
+                 ["--clear-flag", "abc", "--reason", "x", "--out", str(tmp_path)]):
+        code = course_main(["grade", *argv])
+        said.append((code, capsys.readouterr().err))
+    assert said[0] == said[1] and said[0][0] == 2

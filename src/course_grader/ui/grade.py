@@ -1,10 +1,14 @@
-"""``course grade``: grade a folder of submissions, import a review sheet, or clear a flag.
+"""``course grade``: grade a folder of submissions, import a review sheet, clear a flag, or hand back.
 
-  course grade DIR [--exercise exNN] [--jobs N] [--out OUT] [--gradebook PATH]
+  course grade run DIR [--exercise exNN] [--jobs N] [--out OUT] [--gradebook PATH]
                [--scheduler ADDRESS | --cluster local:N]
-  course grade --import-review SHEET.csv --out OUT [--gradebook PATH]
-  course grade --clear-flag ATTEMPT --reason "..." --out OUT [--gradebook PATH]
-  course grade --hand-back OUT [--to DIR] [--zip] [--lms-ids MAP.csv]
+  course grade import-review SHEET.csv --out OUT [--gradebook PATH]
+  course grade clear-flag ATTEMPT --reason "..." --out OUT [--gradebook PATH]
+  course grade hand-back OUT [--to DIR] [--zip] [--lms-ids MAP.csv]
+
+The earlier forms still work, for one release: ``course grade DIR``, ``--import-review SHEET``,
+``--clear-flag ATTEMPT`` and ``--hand-back OUT``. (A folder named like a subcommand is graded with
+``course grade run run`` or ``course grade ./run``.)
 
 Results of DIR go to OUT (default build/grading/<name of DIR>/): gradebook.sqlite,
 grades.csv, review.csv and feedback/ (one page per student and exercise, and
@@ -122,12 +126,37 @@ def _out_dir(args) -> Path | None:
     return None
 
 
+# subcommand -> the option it stands for (None: the submissions folder, given as it is)
+SUBCOMMANDS = {"run": None, "import-review": "--import-review", "clear-flag": "--clear-flag",
+               "hand-back": "--hand-back"}
+
+
+def flag_form(argv: list[str]) -> list[str]:
+    """``argv`` with a leading subcommand written as the option it stands for (the parser reads both forms).
+
+    ``clear-flag ATTEMPT ...`` becomes ``--clear-flag ATTEMPT ...``; ``run DIR ...`` becomes ``DIR ...``.
+    Raises ``ValueError`` when a subcommand lacks its argument."""
+    if not argv or argv[0] not in SUBCOMMANDS:
+        return list(argv)
+    name, rest = argv[0], list(argv[1:])
+    if not rest or rest[0].startswith("-"):
+        what = {"run": "DIR", "import-review": "SHEET", "clear-flag": "ATTEMPT", "hand-back": "OUT"}[name]
+        raise ValueError(f"course grade {name} needs {what} first")
+    option = SUBCOMMANDS[name]
+    return rest if option is None else [option, *rest]
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        argv = flag_form(list(sys.argv[1:] if argv is None else argv))
+    except ValueError as exc:
+        print(f"course grade: {exc}", file=sys.stderr)
+        return 2
     args = parser().parse_args(argv)
     actions = sum(x is not None for x in (args.submissions, args.import_review, args.clear_flag, args.hand_back))
     if actions != 1:
         parser().print_usage(sys.stderr)
-        print("course grade: give exactly one of DIR, --import-review SHEET, --clear-flag ATTEMPT, --hand-back OUT",
+        print("course grade: give exactly one of run DIR, import-review SHEET, clear-flag ATTEMPT, hand-back OUT",
               file=sys.stderr)
         return 2
     if args.hand_back is None and (args.to or args.zip or args.lms_ids):
