@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compile_course.paths import BUILD, ROOT, SOLUTIONS
+from compile_course.paths import BUILD, SOLUTIONS
 from course_grader import grader_key
 from course_grader.errors import GraderError, UsageError
 from course_grader.exercise.model import Exercise, ExerciseFormatError, load_exercises
@@ -433,9 +433,12 @@ def _rejected(cand: Candidate, loaded: Loaded, ex: Exercise | None, exercises: d
 
 
 def instructor_paths(solutions: Path, *extra: Path) -> list[Path]:
-    """Folders no kernel may see: the hidden tests, the grader's own package, the course's .git,
-    build/ and tests/, plus ``extra`` (the output folder, the gradebook's folder, the submissions)."""
-    paths = [solutions, ROOT / "src" / "course_grader", ROOT / ".git", ROOT / "build", ROOT / "tests", *extra]
+    """Folders no kernel may see: ``solutions`` (the hidden tests), the sandbox's own list
+    (``sandbox.host.default_hidden``: the grader's package, the course's .git, build/ and tests/),
+    plus ``extra`` (the output folder, the gradebook's folder, the submissions)."""
+    from course_grader.sandbox.host import default_hidden
+
+    paths = [solutions, *default_hidden(), *extra]
     return sorted({Path(p).resolve() for p in paths if Path(p).resolve() != Path("/")})
 
 

@@ -280,7 +280,8 @@ class Run:
             self.spawn_nonce = protocol.new_nonce()
             template = host.ensure_template()
             spawn = Spawn(
-                mode=mode, confinement=host.confinement, uid=self.uid, max_processes=self.limits.pids,
+                mode=mode, confinement=Confinement(host.confinement).value, uid=self.uid,
+                max_processes=self.limits.pids,
                 hide=[str(p) for p in host.hide], cover=[str(p) for p in host.cover], reveal=list(reveal),
                 reveal_from=list(reveal.values()),
                 cgroups=self.cgroup.join_paths if self.cgroup else [],
