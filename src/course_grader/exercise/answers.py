@@ -21,8 +21,7 @@ from course_grader.harness.allowlist import AllowListError, parse_source
 from course_grader.intake.integrity import Checked, normalized
 from course_grader.verdict.context import AnswerError, GradeContext
 
-from .model import ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise
-from .release import ANSWER_PROMPT, stub_line
+from .model import ANSWER_PROMPT, ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise, stub_line
 
 LITERAL, FUNCTION, CODE, TEXT = "literal", "function", "code", "text"
 ANSWERED, UNANSWERED, INVALID = "ok", "not answered", "not usable"

@@ -24,9 +24,17 @@ import nbformat
 BEGIN_CODE, END_CODE = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_MD, END_MD = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"
 ANSWER_REGION = re.compile(re.escape(BEGIN_MD) + r"(.*?)" + re.escape(END_MD), re.DOTALL)
+# What the released copy puts where an answer goes (course release writes it, course check reads it)
+ANSWER_PROMPT = "*Write your answer here.*"
+
 EXERCISE_FILE = re.compile(r"^(ex\d\d)_[A-Za-z0-9_]+$")
 COURSE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MARKERS = (BEGIN_CODE, END_CODE, BEGIN_MD, END_MD)
+
+
+def stub_line(indent: str, cell_id: str) -> str:
+    """The line a released solution cell holds in place of a model answer."""
+    return f'{indent}raise NotImplementedError("{cell_id}: replace this line with your answer")'
 
 
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")

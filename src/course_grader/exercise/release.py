@@ -32,9 +32,17 @@ import nbformat
 
 from compile_course.paths import EXERCISES, SOLUTIONS
 
-from .model import ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise, ExerciseFormatError
+from .model import (
+    ANSWER_PROMPT,
+    ANSWER_REGION,
+    BEGIN_CODE,
+    END_CODE,
+    CellKind,
+    Exercise,
+    ExerciseFormatError,
+    stub_line,
+)
 
-ANSWER_PROMPT = "*Write your answer here.*"
 ReleaseError = ExerciseFormatError   # the name release callers know
 MANIFEST = ".released.json"          # in exercises/: {file name: SHA-256 of the text the release wrote}
 
@@ -50,10 +58,6 @@ class ChangedByHand(RuntimeError):
             "course's own copy?), and a release would overwrite it. Nothing was written. Work in your "
             "workspace instead: `course workspace` (or `make lab`) copies the exercises to work/exercises/; copy "
             f"your answers there first. To discard the changes: course release --force")
-
-
-def stub_line(indent: str, cell_id: str) -> str:
-    return f'{indent}raise NotImplementedError("{cell_id}: replace this line with your answer")'
 
 
 def stub_code(source: str, cell_id: str) -> str:

@@ -1,7 +1,7 @@
 """The allow-list for student code that a measuring process will run.
 
 It lives in ``course_grader.harness`` because both sides use it: the trusted side
-(through ``course_grader.verdict.allowlist``) before anything is sent, and the measuring
+(``course_grader.verdict``, ``intake``, ``exercise.answers``) before anything is sent, and the measuring
 process, where only ``course_grader.harness`` is importable, again before it runs
 the code.
 
