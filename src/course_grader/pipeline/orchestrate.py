@@ -33,15 +33,15 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from compile_course.paths import BUILD, SOLUTIONS
+from compile_course.paths import BUILD
 from course_grader import grader_key
+from course_grader.config import GradeOptions
 from course_grader.errors import GraderError, UsageError
 from course_grader.exercise.model import Exercise, ExerciseFormatError, load_exercises
 from course_grader.exercise.release import answered_notebook
@@ -490,13 +490,13 @@ def _plan(subs: Path, exercises: dict[str, Exercise], only: str | None, max_byte
     return chosen, loaded
 
 
-def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook: Path | None = None,
-                solutions: Path = SOLUTIONS, exercise: str | None = None, jobs: int = 1, limits=None,
-                progress: bool = True, warm: bool = True, max_file_bytes: int = MAX_FILE_BYTES,
-                host_factory: Callable | None = None, verdict_for: Callable | None = None,
-                title: str | None = None, executor=None, unconfined: bool = False,
-                store: Path | None = None) -> ClassReport:
+def grade_class(submissions_dir: Path, out_dir: Path | None = None, options: GradeOptions | None = None,
+                **settings) -> ClassReport:
     """Grade every submission in ``submissions_dir``; results go to ``out_dir`` only.
+
+    ``options`` (``course_grader.config.GradeOptions``) holds every setting of the run; keyword
+    ``settings`` replace some of its fields (``grade_class(subs, out, jobs=2)``), and an unknown one
+    is a ``TypeError``.
 
     ``host_factory(hide, compile_cache, limits)`` and ``verdict_for(exercise) -> (grade, harness)``
     exist for tests; by default they are the sandbox's ``GradingHost`` and
@@ -507,6 +507,11 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, *, gradebook
     of here; discovery, the gradebook, feedback and CSV stay in this process either way. Raises
     ``GraderError`` when nothing can be graded correctly (solutions unreadable, a model answer
     short of full marks)."""
+    options = replace(options or GradeOptions(), **settings)
+    gradebook, solutions, exercise, jobs = options.gradebook, options.solutions, options.exercise, options.jobs
+    limits, progress, warm, max_file_bytes = options.limits, options.progress, options.warm, options.max_file_bytes
+    host_factory, verdict_for, title = options.host_factory, options.verdict_for, options.title
+    executor, unconfined, store = options.executor, options.unconfined, options.store
     t0 = time.perf_counter()
     subs = Path(submissions_dir)
     out_dir = Path(out_dir) if out_dir else default_out_dir(subs)

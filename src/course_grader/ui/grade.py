@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"course grade: --cluster takes local:N (N workers), not {args.cluster!r}", file=sys.stderr)
             return 2
 
+    from course_grader.config import GradeOptions
     from course_grader.errors import GraderError, UsageError
     from course_grader.pipeline.orchestrate import grade_class
     from course_grader.results.gradebook import Gradebook
@@ -203,9 +204,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 address = args.scheduler or stack.enter_context(local_cluster(int(args.cluster[len("local:"):])))
                 executor = DaskExecutor(address)
-            report = grade_class(args.submissions, out, gradebook=gradebook, solutions=args.solutions,
-                                 exercise=args.exercise, jobs=args.jobs, limits=limits,
-                                 progress=not args.no_progress, executor=executor, unconfined=args.unconfined)
+            options = GradeOptions(gradebook=gradebook, solutions=args.solutions, exercise=args.exercise,
+                                   jobs=args.jobs, limits=limits, progress=not args.no_progress, executor=executor,
+                                   unconfined=args.unconfined)
+            report = grade_class(args.submissions, out, options)
     except UsageError as exc:
         say(f"course grade: {exc}", file=sys.stderr)
         return 2
