@@ -24,7 +24,7 @@ def test_bad_files_are_rejections_and_the_batch_finishes(tmp_path, submission, g
     os.mkfifo(subs / "fifo__ex01_x.ipynb")
     (subs / "link__ex01_x.ipynb").symlink_to(subs / "good__ex01_capture_boundary.ipynb")
     (subs / "deep__ex01_x.ipynb").write_text('{"nbformat": 4, "cells": ' + "[" * 20000 + "]" * 20000 + "}")
-    (subs / "ghost__ex09_x.ipynb").write_text("{}")
+    (subs / "ghost__ex99_x.ipynb").write_text("{}")   # no exercise ex99
     report = grade_fake(subs, tmp_path / "out")
     assert report.ok
     with Gradebook(report.gradebook) as book:
