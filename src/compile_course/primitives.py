@@ -39,6 +39,7 @@ MAX_INT = 2 ** 63
 TENSOR_DTYPES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
                  "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
 MAX_ERROR = 400
+MAX_KEYWORD = 64
 _PATHS = re.compile(r"(?<![\w.:/-])(/[^\s:'\"]+)+")  # file paths, not the path part of a URL
 
 
@@ -267,6 +268,7 @@ class CallResult:
     spied: list | None = None
     wall_s: float | None = None
     compiled: dict | None = None
+    timeline: dict | None = None   # what a ``stopwatch`` argument saw (``compile_course.stopwatch``)
 
     @property
     def ok(self) -> bool:
@@ -274,11 +276,13 @@ class CallResult:
 
     def to_data(self) -> dict:
         return {"value": to_data(self.value), "grads": None if self.grads is None else to_data(self.grads),
-                "error": self.error, "spied": self.spied, "wall_s": self.wall_s, "compiled": self.compiled}
+                "error": self.error, "spied": self.spied, "wall_s": self.wall_s, "compiled": self.compiled,
+                "timeline": self.timeline}
 
     @classmethod
     def from_data(cls, data: Any) -> CallResult:
-        if type(data) is not dict or set(data) != {"value", "grads", "error", "spied", "wall_s", "compiled"}:
+        if type(data) is not dict or set(data) != {"value", "grads", "error", "spied", "wall_s", "compiled",
+                                                   "timeline"}:
             raise ReplyError("a call's result is malformed")
         grads = None if data["grads"] is None else from_data(data["grads"])
         if grads is not None and (type(grads) is not list
@@ -293,8 +297,11 @@ class CallResult:
         if compiled is not None and (type(compiled) is not dict or set(compiled) != set(COMPILE_STATS)
                                      or not all(type(v) is int and 0 <= v < 10**6 for v in compiled.values())):
             raise ReplyError("a call's compile record is malformed")
+        from .stopwatch import read_timeline
+
+        timeline = None if data["timeline"] is None else read_timeline(data["timeline"])
         return cls(from_data(data["value"]), grads, None if error is None else error[:MAX_ERROR], spied,
-                   None if wall is None else float(wall), compiled)
+                   None if wall is None else float(wall), compiled, timeline)
 
 
 # what CallResult.compiled counts: torch's own counters, read before and after the call
@@ -604,22 +611,32 @@ def time_calls(fn, args: tuple, *, backend: str | None = None, calls: int = 20) 
 
 
 class Spy:
-    """A stand-in for a function that records how it was called (as data), then calls the real one.
+    """Records how a function was called (as data) through :attr:`stand_in`, which then calls the real one.
 
     What it records for a tensor argument: dtype, shape, requires_grad and the dynamic-shape
     marks (``mark_dynamic`` and the others), plus the grad mode of the call. A test can replay
     the record on its own function (``reference.compile``) to see what those calls would compile.
+
+    The function under test is given :attr:`stand_in`, a plain closure: it holds no attribute
+    that leads to the record or to the real function (the record is the test's, not the student's).
     """
 
     def __init__(self, fn=None):
-        self.fn = fn
-        self.calls: list = []
+        calls: list = []
+        self.calls = calls
+
+        def stand_in(*args, **kwargs):
+            if len(calls) < 1000:
+                calls.append({"args": [describe_arg(a) for a in args], "grad_enabled": torch.is_grad_enabled(),
+                              "stance": _current_stance(),
+                              "kwargs": {str(k)[:MAX_KEYWORD]: describe_arg(v) for k, v in kwargs.items()}})
+            return fn(*args, **kwargs) if fn is not None else None
+
+        stand_in.__name__ = stand_in.__qualname__ = getattr(fn, "__name__", "spied")
+        self.stand_in = stand_in
 
     def __call__(self, *args, **kwargs):
-        if len(self.calls) < 1000:
-            self.calls.append({"args": [describe_arg(a) for a in args], "grad_enabled": torch.is_grad_enabled(),
-                               "stance": _current_stance(), "keywords": len(kwargs)})
-        return self.fn(*args, **kwargs) if self.fn is not None else None
+        return self.stand_in(*args, **kwargs)
 
 
 def _current_stance() -> str:
@@ -644,64 +661,76 @@ def to_data_safe_data(a: Any) -> Any:
 
 
 def read_spy_calls(data: Any) -> list[dict]:
-    """Spy records as data, validated: ``[{"args": [...], "grad_enabled": bool}]``.
+    """Spy records as data, validated: ``[{"args": [...], "kwargs": {...}, "grad_enabled": bool}]``.
 
-    A replay remakes each call on CPU, contiguous, under the default stance, without keywords: a
-    record of anything else (a ``meta`` tensor, a call under ``force_eager``) cannot be replayed
-    faithfully, so it is refused with a message saying which."""
+    A replay remakes each call on CPU, contiguous, under the default stance, with the same
+    keywords (torch decides whether a keyword call's graph serves positional calls; the replay
+    asks it): a record of anything else (a ``meta`` tensor, a call under ``force_eager``) cannot
+    be replayed faithfully, so it is refused with a message saying which."""
     if type(data) is not list or len(data) > 1000:
         raise ReplyError("the recorded calls are malformed")
     out = []
     for n, call in enumerate(data, 1):
-        if type(call) is not dict or set(call) != {"args", "grad_enabled", "stance", "keywords"} \
-                or type(call["grad_enabled"]) is not bool or type(call["args"]) is not list or len(call["args"]) > 16:
+        if type(call) is not dict or set(call) != {"args", "kwargs", "grad_enabled", "stance"} \
+                or type(call["grad_enabled"]) is not bool or type(call["args"]) is not list or len(call["args"]) > 16 \
+                or type(call["kwargs"]) is not dict or len(call["kwargs"]) > 16 \
+                or not all(type(k) is str and k.isidentifier() and not k.startswith("_") for k in call["kwargs"]):
             raise ReplyError("a recorded call is malformed")
         if call["stance"] != "default":
             raise ReplyError(f"call {n} was made under torch.compiler.set_stance({str(call['stance'])[:20]!r}): "
                              "a warm-up under another stance compiles nothing that serving would use")
-        if call["keywords"] != 0:
-            raise ReplyError(f"call {n} passed keyword arguments; call it with positional arguments")
-        args = []
-        for a in call["args"]:
-            if type(a) is dict and set(a) == {"tensor"} and type(a["tensor"]) is dict:
-                t = a["tensor"]
-                if set(t) != {"dtype", "shape", "requires_grad", "marks", "device", "contiguous"} \
-                        or t["dtype"] not in TENSOR_DTYPES \
-                        or type(t["shape"]) is not list or len(t["shape"]) > 8 \
-                        or not all(type(n) is int and 0 <= n <= 1 << 20 for n in t["shape"]) \
-                        or math.prod(t["shape"]) > 1 << 22 or type(t["requires_grad"]) is not bool \
-                        or type(t["marks"]) is not dict:
-                    raise ReplyError("a recorded tensor argument is malformed")
-                if t["device"] != "cpu" or t["contiguous"] is not True:
-                    raise ReplyError(f"call {n} was made with a tensor on {str(t['device'])[:20]!r}"
-                                     f"{'' if t['contiguous'] is True else ', not contiguous'}: "
-                                     "serving calls are contiguous CPU tensors")
-                args.append({"tensor": {k: t[k] for k in ("dtype", "shape", "requires_grad", "marks")}})
-            elif type(a) is dict and set(a) == {"value"}:
-                args.append({"value": from_data(a["value"])})
-            else:
-                raise ReplyError("a recorded argument is malformed")
-        out.append({"args": args, "grad_enabled": call["grad_enabled"]})
+        args = [_read_spied_arg(a, n) for a in call["args"]]
+        kwargs = {k: _read_spied_arg(a, n) for k, a in call["kwargs"].items()}
+        out.append({"args": args, "kwargs": kwargs, "grad_enabled": call["grad_enabled"]})
     return out
 
 
+def _read_spied_arg(a: Any, n: int) -> dict:
+    if type(a) is dict and set(a) == {"tensor"} and type(a["tensor"]) is dict:
+        t = a["tensor"]
+        if set(t) != {"dtype", "shape", "requires_grad", "marks", "device", "contiguous"} \
+                or t["dtype"] not in TENSOR_DTYPES \
+                or type(t["shape"]) is not list or len(t["shape"]) > 8 \
+                or not all(type(d) is int and 0 <= d <= 1 << 20 for d in t["shape"]) \
+                or math.prod(t["shape"]) > 1 << 22 or type(t["requires_grad"]) is not bool \
+                or type(t["marks"]) is not dict:
+            raise ReplyError("a recorded tensor argument is malformed")
+        if t["device"] != "cpu" or t["contiguous"] is not True:
+            raise ReplyError(f"call {n} was made with a tensor on {str(t['device'])[:20]!r}"
+                             f"{'' if t['contiguous'] is True else ', not contiguous'}: "
+                             "serving calls are contiguous CPU tensors")
+        return {"tensor": {k: t[k] for k in ("dtype", "shape", "requires_grad", "marks")}}
+    if type(a) is dict and set(a) == {"value"}:
+        return {"value": from_data(a["value"])}
+    raise ReplyError("a recorded argument is malformed")
+
+
 def make_spied_args(call: dict, seed: int = 0) -> tuple[tuple, bool]:
-    """Fresh arguments like the ones a recorded call had (random values, same dtype, shape, marks)."""
+    """Fresh positional arguments like the ones a recorded call had (random values, same dtype, shape,
+    marks), and its grad mode. Its keyword arguments: :func:`make_spied_call`."""
+    args, _, grad_enabled = make_spied_call(call, seed)
+    return args, grad_enabled
+
+
+def make_spied_call(call: dict, seed: int = 0) -> tuple[tuple, dict, bool]:
+    """Fresh ``(args, kwargs, grad mode)`` like a recorded call's (random values; same dtypes, shapes, marks)."""
     g = torch.Generator().manual_seed(seed)
-    args = []
-    for a in call["args"]:
-        if "tensor" in a:
-            t = a["tensor"]
-            dtype = getattr(torch, t["dtype"])
-            x = torch.randn(t["shape"], generator=g).to(dtype) if dtype.is_floating_point \
-                else torch.zeros(t["shape"], dtype=dtype)
-            marks = t["marks"]
-            if not all(type(v) is list and all(type(d) is int and 0 <= d < x.dim() for d in v)
-                       for v in marks.values()) or set(marks) - {"dynamic", "maybe_dynamic", "static", "unbacked"}:
-                raise ReplyError("a recorded tensor's marks are malformed")
-            if t["requires_grad"] and dtype.is_floating_point:
-                x.requires_grad_(True)
-            args.append(apply_marks(x, marks))
-        else:
-            args.append(a["value"])
-    return tuple(args), call["grad_enabled"]
+    args = tuple(_spied_value(a, g) for a in call["args"])
+    kwargs = {k: _spied_value(a, g) for k, a in (call.get("kwargs") or {}).items()}
+    return args, kwargs, call["grad_enabled"]
+
+
+def _spied_value(a: dict, g: torch.Generator) -> Any:
+    if "tensor" not in a:
+        return a["value"]
+    t = a["tensor"]
+    dtype = getattr(torch, t["dtype"])
+    x = torch.randn(t["shape"], generator=g).to(dtype) if dtype.is_floating_point \
+        else torch.zeros(t["shape"], dtype=dtype)
+    marks = t["marks"]
+    if not all(type(v) is list and all(type(d) is int and 0 <= d < x.dim() for d in v)
+               for v in marks.values()) or set(marks) - {"dynamic", "maybe_dynamic", "static", "unbacked"}:
+        raise ReplyError("a recorded tensor's marks are malformed")
+    if t["requires_grad"] and dtype.is_floating_point:
+        x.requires_grad_(True)
+    return apply_marks(x, marks)

@@ -22,7 +22,11 @@ from . import primitives as measure
 from .primitives import AnswerError, CallResult, ReplyError, Run, Timing
 
 __all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "code", "disagreements",
-           "expect_agreement", "expect_like_reference", "passed", "replay", "spy"]
+           "expect_agreement", "expect_like_reference", "is_test_api", "passed", "replay", "spy", "stopwatch"]
+
+# Modules whose objects are the test API: a measured function never holds one (at grading, the
+# measuring child drops them from the function's namespace; ``course_grader.verdict.remote`` from its allow-list).
+TEST_API_MODULES = frozenset({__name__, measure.__name__, "compile_course.stopwatch"})
 
 
 def passed(message: str) -> None:
@@ -52,6 +56,14 @@ class spy:  # noqa: N801
     grad mode) come back in ``CallResult.spied``; replay them with ``reference.compile(name,
     *replay(result.spied))`` to see what those calls compile.
     """
+
+    name: str
+
+
+@dataclass(frozen=True)
+class stopwatch:  # noqa: N801
+    """An argument that stands in for the function ``name`` and times every call made of it, eager or
+    through ``torch.compile`` (``compile_course.stopwatch``): the record comes back in ``CallResult.timeline``."""
 
     name: str
 
@@ -86,16 +98,24 @@ class Namespace:
                               "your code and run that cell")
         return fn
 
-    def _args(self, args: tuple) -> tuple[tuple, list]:
+    def _args(self, args: tuple, watches: list | None = None) -> tuple[tuple, list]:
         spies = []
         out = []
         for a in args:
+            if isinstance(a, stopwatch):
+                from .stopwatch import Stopwatch
+
+                w = Stopwatch(self._ns[a.name])
+                if watches is not None:
+                    watches.append(w)
+                out.append(w.stand_in)
+                continue
             if isinstance(a, code):
                 out.append(eval(a.expression, self._ns))  # noqa: S307 - the test's own expression, in its notebook
             elif isinstance(a, spy):
                 s = measure.Spy(self._ns[a.name])
                 spies.append(s)
-                out.append(s)
+                out.append(s.stand_in)
             else:
                 out.append(a)
         return tuple(out), spies
@@ -103,8 +123,9 @@ class Namespace:
     def call(self, name: str, *args, grad: bool = False) -> CallResult:
         """``name(*args)`` once, eagerly. ``grad=True`` adds the gradients of the tensor arguments that require grad."""
         fn = self._function(name)
-        real, spies = self._args(args)
-        result = measure.call_one(fn, real, grad=grad)
+        watches: list = []
+        real, spies = self._args(args, watches)
+        result = _timed_call(fn, real, grad, watches)
         if spies:
             result.spied = [c for s in spies for c in s.calls]
         return CallResult.from_data(result.to_data())
@@ -112,8 +133,12 @@ class Namespace:
     def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
         """``name(*args)`` eagerly for each argument tuple of ``calls``: one :class:`CallResult` a call."""
         fn = self._function(name)
-        return [CallResult.from_data(measure.call_one(fn, self._args(tuple(c))[0], grad=grad).to_data())
-                for c in calls]
+        results = []
+        for c in calls:
+            watches: list = []
+            real, _ = self._args(tuple(c), watches)
+            results.append(CallResult.from_data(_timed_call(fn, real, grad, watches).to_data()))
+        return results
 
     def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
                 dynamic: bool | None = None, stance: str | None = None, grad: bool = False, like=None) -> Run:
@@ -151,6 +176,37 @@ class Namespace:
 
 
 Student = Namespace
+
+
+def _timed_call(fn, args: tuple, grad: bool, watches: list) -> CallResult:
+    """``call_one``, with any stopwatch's ``torch.compile`` hook on, and the first stopwatch's record."""
+    from .stopwatch import hooked
+
+    with hooked(watches):
+        result = measure.call_one(fn, args, grad=grad)
+    if watches:
+        result.timeline = watches[0].timeline()
+    return result
+
+
+def is_test_api(value: Any) -> bool:
+    """Whether ``value`` belongs to the test API (a :class:`Namespace`, ``code``, ``spy``, ``passed``,
+    a recorder, or any function or class of this module or of ``primitives``), or is a way out of an
+    allow-list (``eval``, ``exec`` and the other builtins a test namespace holds)."""
+    import builtins
+    import types
+
+    from .stopwatch import Stopwatch
+
+    if isinstance(value, (Namespace, code, spy, stopwatch, measure.Spy, Stopwatch)):
+        return True
+    if isinstance(value, types.ModuleType):
+        return value.__name__ in TEST_API_MODULES or value is builtins
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        if getattr(value, "__module__", None) in TEST_API_MODULES:
+            return True
+        return getattr(builtins, getattr(value, "__name__", ""), None) is value
+    return False
 
 
 def disagreements(reference, cases: list[tuple[str, tuple]], results: list[CallResult], *,

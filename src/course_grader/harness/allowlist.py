@@ -564,16 +564,22 @@ def _module_aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, ast.ex
     return None   # `import torch.nn.functional as F` names a module, which measured code cannot hold
 
 
-def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) -> object:
-    """Re-check ``source`` (as produced by ``extract_function``), run its definitions, return ``name``.
+# what the test's own definitions (shipped with a ``code`` argument) need beyond the safe builtins: classes
+TEST_DEFINITION_BUILTINS = frozenset({"__build_class__", "super", "object", "staticmethod", "classmethod",
+                                      "property"})
 
-    Used inside the measuring process. ``namespace`` holds the provided names;
-    builtins are limited to ``allowed.builtins``. Each call starts from a fresh
-    copy, so nothing a previous run left in a constant survives.
-    """
-    checked = extract_function(source, name, allowed, where="measured code")
+
+def measured_namespace(namespace: dict, allowed: AllowList, extra_builtins: frozenset[str] = frozenset()) -> dict:
+    """The namespace measured code runs in: the exercise's provided names that ``namespace`` binds, minus
+    every object of the test API (``compile_course.testing.is_test_api``: the setup cells' ``student``,
+    ``reference``, ``code``, ``spy``...), and builtins limited to ``allowed.builtins``.
+
+    The test's ``code(...)`` arguments for a student's function are evaluated in one too, so nothing they
+    build holds more than the function itself could name."""
     import builtins as _builtins
     import sys
+
+    from compile_course.testing import is_test_api
 
     real_import = _builtins.__import__
     permitted = allowed.imports
@@ -586,8 +592,27 @@ def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) ->
             raise ImportError(f"import {module} is not allowed here")
         return real_import(module, globals, locals, fromlist, level)
 
-    scope = dict(namespace)
-    scope["__builtins__"] = {n: getattr(_builtins, n) for n in allowed.builtins if hasattr(_builtins, n)}
+    roots = set(MODULE_PATHS.values())
+
+    def admitted(value) -> bool:   # a module other than the walkable ones leads to every other module
+        return not is_test_api(value) and (not _is_module(value) or getattr(value, "__name__", None) in roots)
+
+    scope = {n: namespace[n] for n in sorted(allowed.provided) if n in namespace and admitted(namespace[n])}
+    scope["__name__"] = "__measured__"
+    scope["__builtins__"] = {n: getattr(_builtins, n) for n in allowed.builtins | extra_builtins
+                             if hasattr(_builtins, n)}
     scope["__builtins__"]["__import__"] = limited_import
+    return scope
+
+
+def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) -> object:
+    """Re-check ``source`` (as produced by ``extract_function``), run its definitions, return ``name``.
+
+    Used inside the measuring process. ``namespace`` holds the provided names; the function sees
+    only :func:`measured_namespace` of it. Each call starts from a fresh copy, so nothing a previous
+    run left in a constant survives.
+    """
+    checked = extract_function(source, name, allowed, where="measured code")
+    scope = measured_namespace(namespace, allowed)
     exec(compile(checked, "<measured>", "exec"), scope)  # noqa: S102 - allow-listed source in the sandbox
     return scope[name]

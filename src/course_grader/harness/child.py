@@ -20,8 +20,9 @@ import re
 import torch
 
 from compile_course import primitives as measure
+from compile_course.stopwatch import Stopwatch, hooked
 
-from .allowlist import for_cell, load_checked
+from .allowlist import TEST_DEFINITION_BUILTINS, for_cell, load_checked, measured_namespace
 
 
 def setup_namespace(sources: list) -> dict:
@@ -34,14 +35,22 @@ def setup_namespace(sources: list) -> dict:
     return namespace
 
 
-def _arg(a: dict, namespace: dict, spies: list):
+def _arg(a: dict, namespace: dict, spies: list, allowed=None, watches: list | None = None):
+    """One argument the test sent: data, a spy's stand-in (a plain closure), or a ``code`` expression.
+    For a student's function (``allowed`` given) the expression runs in the function's own measured
+    namespace, so what it builds reaches nothing the function could not name itself."""
     if "value" in a:
         return measure.from_data(a["value"])
     if "spy" in a:
         s = measure.Spy(namespace[a["spy"]])
         spies.append(s)
-        return s
-    scope = dict(namespace)
+        return s.stand_in
+    if "stopwatch" in a:
+        w = Stopwatch(namespace[a["stopwatch"]])
+        if watches is not None:
+            watches.append(w)
+        return w.stand_in
+    scope = dict(namespace) if allowed is None else measured_namespace(namespace, allowed, TEST_DEFINITION_BUILTINS)
     for source in a.get("defs") or []:
         exec(compile(source, "<given>", "exec"), scope)  # noqa: S102 - the test's own definitions
     return eval(a["code"], scope)  # noqa: S307 - the test's own expression
@@ -59,6 +68,7 @@ def serve(payload: dict) -> dict:
     namespace = setup_namespace(payload["setup"])
     name = payload["name"]
     function = payload.get("function")
+    allowed = None
     if function is None:
         fn = namespace[name]
     else:
@@ -73,28 +83,39 @@ def serve(payload: dict) -> dict:
     measure.restore_global_state()
     if op == "call":
         spies: list = []
-        args = tuple(_arg(a, namespace, spies) for a in payload["args"])
-        result = measure.call_one(fn, args, grad=options["grad"])
+        watches: list = []
+        args = tuple(_arg(a, namespace, spies, allowed, watches) for a in payload["args"])
+        with hooked(watches):
+            if watches and function is not None:   # loaded under the hook: `from torch import compile` sees it
+                fn = load_checked(function["source"], name, allowed, namespace)
+            result = measure.call_one(fn, args, grad=options["grad"])
         if spies:
             result.spied = [c for s in spies for c in s.calls]
+        if watches:
+            result.timeline = watches[0].timeline()
         return {"load_error": None, "result": result.to_data()}
     if op == "call_each":
         results = []
         for i, call in enumerate(payload["args"]):
             measure.restore_global_state()
-            if i and function is not None:  # a fresh load: what a call left in a default or constant is gone
-                fn = load_checked(function["source"], name, allowed, namespace)
-            args = tuple(_arg(a, namespace, []) for a in call)
-            results.append(measure.call_one(fn, args, grad=options["grad"]).to_data())
+            watches = []
+            args = tuple(_arg(a, namespace, [], allowed, watches) for a in call)
+            with hooked(watches):
+                if (i or watches) and function is not None:   # a fresh load: what a call left in a default is gone
+                    fn = load_checked(function["source"], name, allowed, namespace)
+                result = measure.call_one(fn, args, grad=options["grad"])
+            if watches:
+                result.timeline = watches[0].timeline()
+            results.append(result.to_data())
         return {"load_error": None, "results": results}
     if op == "compile":
-        calls = [tuple(_arg(a, namespace, []) for a in call) for call in payload["args"]]
+        calls = [tuple(_arg(a, namespace, [], allowed) for a in call) for call in payload["args"]]
         runs = measure.compile_run(fn, calls, backend=options["backend"], fullgraph=options["fullgraph"],
                                    dynamic=options["dynamic"], stance=options["stance"], grad=options["grad"],
                                    fresh=options["fresh"])
         return {"load_error": None, "runs": [r.to_data() for r in runs]}
     if op == "time":
-        args = tuple(_arg(a, namespace, []) for a in payload["args"])
+        args = tuple(_arg(a, namespace, [], allowed) for a in payload["args"])
         timing = measure.time_calls(fn, args, backend=options["backend"], calls=options["calls"])
         return {"load_error": None, "timing": timing.to_data()}
     raise ValueError(f"unknown question {op!r}")

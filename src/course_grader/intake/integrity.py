@@ -54,6 +54,9 @@ class CourseProfile:
     banned_dotted: tuple[str, ...]
     # Names of the notebook machinery.
     banned_names: frozenset[str]
+    # The test API's names in the setup cells and the modules it comes from: no answer cell names them.
+    test_api_names: frozenset[str] = frozenset({"student", "reference"})
+    test_api_modules: tuple[str, ...] = ("compile_course.testing", "compile_course.primitives")
 
 
 PROFILE = CourseProfile(
@@ -419,14 +422,37 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Constant(self, node):
         # `getattr_from_fqn(g, "gi_frame.f_back")`: the same attributes, reached by a string
-        if isinstance(node.value, str) and len(node.value) < 200:
-            named = [part for part in re.split(r"[^A-Za-z0-9_]+", node.value) if part in self.p.banned_attrs]
+        if isinstance(node.value, (str, bytes)):   # every string, whatever its length
+            text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+            named = [part for part in re.split(r"[^A-Za-z0-9_]+", text) if part in self.p.banned_attrs]
             if named:
                 self.hit(node, f"names .{named[0]} in a string")
 
     def visit_Name(self, node):
         if node.id in self.p.banned_names:
             self.hit(node, f"uses {node.id}")
+
+
+def _test_api_uses(tree: ast.AST, aliases: dict[str, str], profile: CourseProfile) -> list[tuple[int, str]]:
+    """An answer cell that names the test API (``student``, ``reference``, ``code``, ``spy``, ``Namespace``:
+    whatever the setup cells imported from ``compile_course.testing``) or a way out of the allow-list
+    (``eval``, ``exec`` ... named, not only called): measured code never needs one."""
+    # a parameter or local of the same name is the student's own (`def check_equivalent(reference, ...)`),
+    # but a default value is read from the notebook's namespace (`def f(s=student)`)
+    bound = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    defaults = {id(n) for a in ast.walk(tree) if isinstance(a, ast.arguments)
+                for d in a.defaults + [k for k in a.kw_defaults if k is not None] for n in ast.walk(d)}
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                and (node.id not in bound or id(node) in defaults):
+            full = aliases.get(node.id, node.id)
+            if node.id in profile.test_api_names or full.startswith(profile.test_api_modules):
+                hits.append((getattr(node, "lineno", 0), f"reaches the test API ({node.id})"))
+            elif node.id in profile.banned_calls and full == node.id:
+                hits.append((getattr(node, "lineno", 0), f"names {node.id}"))
+    return hits
 
 
 def scan(cells: list[RunCell], profile: CourseProfile = PROFILE) -> list[tuple[str, str, str]]:
@@ -455,6 +481,8 @@ def scan(cells: list[RunCell], profile: CourseProfile = PROFILE) -> list[tuple[s
             scanner.visit(tree)
         except RecursionError:
             scanner.hits.append((1, "the code is nested too deeply to be scanned"))
+        if cell.role == "solution":
+            scanner.hits += _test_api_uses(tree, aliases, profile)
         aliases = scanner.aliases
         if own:
             hits += [(cell.label, f"line {line}: {text}", "flag") for line, text in scanner.hits]

@@ -154,6 +154,15 @@ SAMPLES: list[Sample] = [
     Sample("honest-warmup-two-sizes", "ex03", 8, "warm_up calls two batch sizes: automatic dynamic, 2 compilations",
            replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "for n in (2, 3):",
                                         "    compiled_h(torch.randn(n, 8))")}),
+    Sample("honest-warmup-keyword", "ex03", 8, "warm_up calls compiled_h(x=x) on a dynamic batch: torch reuses "
+           "that graph for positional calls (the replay asks torch), so it keeps its points",
+           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "x = torch.randn(4, 8)",
+                                        "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x=x)")}),
+    Sample("adv-warmup-test-api", "ex03", 0, "warm_up reaches the test API the setup cells bind (student.call with "
+           "code(...), evaluated with the real builtins in v3): not available in measured code, and flagged",
+           replace={"ex03-warm-up": _fn("warm_up(compiled_h)", "x = torch.randn(4, 8)",
+                                        "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)",
+                                        "student.call('h', code('exec(chr(49))'))")}, status="flagged"),
     Sample("honest-one-wrong-prediction", "ex03", 6, "PREDICTED_A forgets 0/1 specialisation: well formed "
            "(public form test passes), the hidden comparison fails",
            replace={"ex03-predict-a": "PREDICTED_A = [1, 0, 1, 0, 1, 1, 1, 0]"}),
@@ -195,7 +204,8 @@ SAMPLES: list[Sample] = [
                                        "                     'inputs': 'x: float32[256, 1024]', "
                                        "'diagnostics': ['made up']}}")}),
     Sample("adv-flattered-speedup", "ex05", 1, "times honestly, then divides the compiled figure by 10: an "
-           "invented 10x speedup, outside the factor of 5 around the grader's own timing (only the boundary holds)",
+           "invented 10x speedup: the compiled figure is faster than any compiled call the stopwatch saw (only the "
+           "boundary holds)",
            replace={"ex05-answer": _timing("compiled_fastest = compiled_fastest / 10")}),
     Sample("adv-cache-always-cold", "ex05", 3, "reports a cold cache whatever happened",
            replace={"ex05-answer": _timing(cache="'cold'")}),
@@ -215,8 +225,8 @@ SAMPLES: list[Sample] = [
                "            'boundary': {'backend': backend, 'fullgraph': True, 'dynamic': False,\n"
                "                         'inputs': 'x: float32 [256, 1024]', 'diagnostics': ['counters']}}\n")}),
     Sample("adv-widened-gaps", "ex05", 1, "sleeps inside every timed steady eager call: v2 accepted any figure "
-           "that fit the gap around a call, so widened gaps got 5/5 (25.8x and 367.8x claimed); the grader's own "
-           "eager timing shows it (only the boundary holds)",
+           "that fit the gap around a call, so widened gaps got 5/5 (25.8x and 367.8x claimed); the padded figure is "
+           "far slower than the calls' own durations (only the boundary holds)",
            replace={"ex05-answer": _timing("\n    ".join([
                "def padded(f):",
                "    start = time.perf_counter()",
@@ -224,6 +234,37 @@ SAMPLES: list[Sample] = [
                "    f(x)",
                "    return time.perf_counter() - start",
                "eager_fastest = min(padded(fn) for _ in range(10))"]))}),
+    Sample("adv-constants-and-sleep", "ex05", 1, "issue #26: constants near this machine's figures with jitter, one "
+           "untimed compile, the cache state read honestly, a 1.2 s sleep (v3: 5/5); no figure is the time of a call "
+           "the stopwatch saw, so only the boundary holds",
+           replace={"ex05-answer": _fn("time_and_record(fn, x, backend)", "import time", "torch._dynamo.reset()",
+                                       "compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)",
+                                       "before = dict(torch._dynamo.utils.counters['inductor'])",
+                                       "compiled(x)",
+                                       "after = dict(torch._dynamo.utils.counters['inductor'])",
+                                       "cache = None",
+                                       "if after.get('fxgraph_cache_miss', 0) > before.get('fxgraph_cache_miss', 0):",
+                                       "    cache = 'cold'",
+                                       "elif after.get('fxgraph_cache_hit', 0) > before.get('fxgraph_cache_hit', 0):",
+                                       "    cache = 'warm'",
+                                       "time.sleep(1.2)",
+                                       "jitter = (time.perf_counter() % 1) * 1e-5",
+                                       "e, c = 0.0013 + jitter, 0.0004 + jitter",
+                                       "return {'backend': backend, 'eager_first_s': 0.004 + jitter, "
+                                       "'eager_fastest_s': e,",
+                                       "        'compiled_first_s': 0.9 + jitter, 'compiled_fastest_s': c, "
+                                       "'cache': cache,",
+                                       "        'speedup': e / c if backend == 'inductor' else None,",
+                                       "        'boundary': {'backend': backend, 'fullgraph': True, 'dynamic': False,",
+                                       "                     'inputs': 'x: float32[256, 1024]', "
+                                       "'diagnostics': ['perf_counter']}}")}),
+    Sample("adv-invented-first-call", "ex05", 3, "times the steady calls honestly but invents the compiled first "
+           "call's figure (v3: 5/5): it is not the time of the call that compiled, so the timing test fails",
+           replace={"ex05-answer": _timing("compiled_first = 1.5 + compiled_first / 100")}),
+    Sample("adv-fullgraph-lie", "ex05", 4, "compiles with fullgraph=True, the boundary says fullgraph=False (v3: 5/5): "
+           "the boundary is compared with what torch.compile was given",
+           replace={"ex05-answer": _timing().replace('"boundary": {"backend": backend, "fullgraph": True',
+                                                     '"boundary": {"backend": backend, "fullgraph": False')}),
     Sample("honest-perf-counter-ns", "ex05", 5,
            "honest timing written differently (perf_counter_ns, sorted lists, helper)",
            replace={"ex05-answer": _fn("time_and_record(fn, x, backend)",

@@ -21,7 +21,7 @@ from typing import Any
 
 from compile_course import primitives as measure
 from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
-from compile_course.testing import code, spy
+from compile_course.testing import code, spy, stopwatch
 from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, parse_source
 from course_grader.harness.parsing import parse
 from course_grader.verdict import graphcheck
@@ -51,12 +51,84 @@ def setup_names(sources: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+TEST_API_SOURCES = ("compile_course.testing", "compile_course.primitives")
+# calls in a setup cell that hand out a namespace: what they bind is the test API (`Namespace(globals())`)
+NAMESPACE_CALLS = frozenset({"globals", "locals", "vars", "eval", "exec", "compile", "__import__", "getattr"})
+
+
+def test_api_names(sources: list[str]) -> frozenset[str]:
+    """The setup cells' names for the test API: imported from ``compile_course.testing`` or ``primitives``
+    (``code``, ``spy``, ``Namespace``...), and every name assigned from an expression that uses one of
+    them or a namespace builtin (``student = reference = Namespace(globals())``)."""
+    api: set[str] = set()
+    assigns = []
+    for source in sources:
+        try:
+            tree = parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level \
+                    and node.module in TEST_API_SOURCES:
+                api.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module == "compile_course":
+                api.update(a.asname or a.name for a in node.names if a.name in ("testing", "primitives"))
+            elif isinstance(node, ast.Import):
+                api.update((a.asname or a.name).split(".")[0] for a in node.names
+                           if a.name.startswith(TEST_API_SOURCES))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                assigns.append(node)
+    changed = True
+    while changed:
+        changed = False
+        for node in assigns:
+            value = getattr(node, "value", None)
+            used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
+            if used & (api | NAMESPACE_CALLS):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                stored = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                if stored - api:
+                    api |= stored
+                    changed = True
+    return frozenset(api)
+
+
+def _other_modules(sources: list[str]) -> frozenset[str]:
+    """Setup names bound to a module other than those measured code may walk (``MODULE_PATHS``): such a
+    module's attributes lead to other modules (``logging.os``), which no chain check would see."""
+    import importlib.util
+
+    from course_grader.harness.allowlist import MODULE_PATHS
+
+    found: set[str] = set()
+    for source in sources:
+        try:
+            tree = parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                found.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    try:
+                        is_module = importlib.util.find_spec(f"{node.module}.{a.name}") is not None
+                    except (ImportError, ValueError, AttributeError):
+                        is_module = False
+                    if is_module:
+                        found.add(a.asname or a.name)
+    return frozenset(found - set(MODULE_PATHS))
+
+
 def allowlist_for(exercise, allow: tuple[str, ...] = ()) -> AllowList:
-    """What a student's function may name: torch, ``nn``, every name the setup cells bind, safe
+    """What a student's function may name: torch, ``nn``, the names the setup cells bind except the test
+    API (:func:`test_api_names`: measured code never holds ``student``, ``code``, ``spy`` ...), safe
     builtins, and a solution cell's ``allow`` list (dotted names; builtin names)."""
     from course_grader.harness.allowlist import for_cell
 
-    return for_cell(DEFAULT_PROVIDED | setup_names(list(exercise.setup_sources)), DEFAULT_IMPORTS, allow)
+    sources = list(exercise.setup_sources)
+    provided = DEFAULT_PROVIDED | (setup_names(sources) - test_api_names(sources) - _other_modules(sources))
+    return for_cell(provided, DEFAULT_IMPORTS, allow)
 
 
 class _Shipped:
@@ -220,6 +292,8 @@ class RemoteNamespace:
                 out.append({"code": expression, "defs": defs})
             elif isinstance(a, spy):
                 out.append({"spy": a.name})
+            elif isinstance(a, stopwatch):
+                out.append({"stopwatch": a.name})
             else:
                 out.append({"value": measure.to_data(a)})
         return out

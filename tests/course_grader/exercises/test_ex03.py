@@ -143,12 +143,12 @@ def test_warm_ups_that_do_not_do_the_job_fail(grade_with, body, phrase):
     (("torch.compile(h, dynamic=True)(torch.randn(4, 8))",), "nothing was compiled"),
     # counting with the course's own helper in its process: a count is not a call
     (("new_compilations(h, lambda call: call(torch.randn(4, 8)))",), "nothing was compiled"),
-    # erasing the record of what it did, or writing a malformed one
+    # erasing the record of what it did, or writing one: the stand-in is a plain function, the record not its
     (("for n in range(2, 8):", "    compiled_h(torch.randn(n, 8, dtype=torch.float64 if n % 2 else torch.float32))",
-      "compiled_h.calls.clear()"), "nothing was compiled"),
-    (("compiled_h(torch.randn(4, 8))", "compiled_h.calls.append({'frames': 1, 'calls': 'ok'})"), "malformed"),
-    (("compiled_h.calls.append({'args': [{'tensor': {'dtype': 'float32', 'shape': [2 ** 20, 2 ** 20],"
-      " 'requires_grad': False, 'marks': {'dynamic': [0]}}}], 'grad_enabled': True})",), "malformed"),
+      "compiled_h.calls.clear()"), "no attribute 'calls'"),
+    (("compiled_h(torch.randn(4, 8))", "compiled_h.calls.append({'frames': 1, 'calls': 'ok'})"),
+     "no attribute 'calls'"),
+    (("compiled_h.fn(torch.randn(4, 8))",), "no attribute 'fn'"),
     (("x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "for _ in range(150):", "    compiled_h(x)"),
      "a few calls"),
     # replacing the function it is given: an attribute store
@@ -211,3 +211,52 @@ def test_unanswered_fails_every_test_with_a_message(grade_with):
     assert not any(v.passed for v in verdicts.values())
     assert "PREDICTED_A = ..." in verdicts["ex03-test-a"].message
     assert "def warm_up" in verdicts["ex03-test-warm-up"].message
+
+
+# The test API in the measuring child (issue #26): the setup cells bind student, reference, code, spy and
+# Namespace there, and a Namespace evaluates code(...) with the real builtins. None of it is reachable.
+@pytest.mark.parametrize("body", [
+    ("student.call('h', code('exec(chr(49))'))",),
+    ("reference.call('new_compilations', code('h'), code('sequence_a'))",),
+    ("Namespace({'h': h}).call('h', torch.randn(4, 8))",),
+    ("s = spy('h')", "compiled_h(torch.randn(4, 8))"),
+    ("c = code('eval')", "compiled_h(torch.randn(4, 8))"),
+    ("e = eval", "compiled_h(torch.randn(4, 8))"),
+    ("compiled_h(torch.randn(4, 8))", "p = passed"),
+])
+def test_a_warm_up_that_reaches_the_test_api_gets_nothing_and_is_flagged(grade_with, exercises, body):
+    from course_grader.exercise.release import answered_notebook
+    from course_grader.intake.integrity import check
+
+    source = warm_up(*body)
+    verdicts = grade_with("ex03", cells(warm=source))
+    verdict = verdicts["ex03-test-warm-up"]
+    assert not verdict.passed and ("not available here" in verdict.message or "not allowed" in verdict.message), \
+        verdict.message
+    ex = exercises["ex03"]
+    notebook = answered_notebook(ex)
+    for cell in notebook.cells:
+        if cell.metadata.get("course", {}).get("id") == "ex03-warm-up":
+            cell.source = source
+    assert check(ex, notebook).flags, "an answer cell naming the test API is flagged for review"
+
+
+def test_the_test_api_is_not_in_the_measured_namespace(exercises):
+    """Even a name the allow-list let through finds no test API object in the child's namespace."""
+    from course_grader.harness.allowlist import for_cell, measured_namespace
+    from course_grader.harness.child import setup_namespace
+
+    ex = exercises["ex03"]
+    namespace = setup_namespace(list(ex.setup_sources))
+    assert {"student", "reference", "code", "spy", "Namespace"} <= set(namespace)
+    everything = for_cell(set(namespace), (), ())
+    measured = measured_namespace(namespace, everything)
+    assert not {"student", "reference", "code", "spy", "Namespace", "passed"} & set(measured)
+    assert "eval" not in measured["__builtins__"] and "h" in measured
+
+
+def test_a_keyword_warm_up_is_graded_by_what_torch_reuses(grade_with):
+    """torch (checked live by the replay) reuses the graph of compiled_h(x=x) for positional calls."""
+    body = ("x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x=x)")
+    verdict = grade_with("ex03", cells(warm=warm_up(*body)))["ex03-test-warm-up"]
+    assert verdict.passed, verdict.message
