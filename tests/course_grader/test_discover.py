@@ -83,7 +83,8 @@ def test_names_that_tell_no_student_or_exercise_are_rejected(tmp_path):
     assert unnamed.student is None and "cannot tell the student" in unnamed.reason
     assert by["hank__notes.ipynb"].student == "hank" and "exercise id" in by["hank__notes.ipynb"].reason
     assert by["-rf__ex01_x.ipynb"].student is None and "not allowed" in by["-rf__ex01_x.ipynb"].reason
-    assert "ivy/deeper/ex01_x.ipynb" not in by   # folders deeper than one level are not walked
+    deep = by["ivy/deeper/ex01_x.ipynb"]         # found, and rejected with a reason: never dropped
+    assert deep.student is None and "too deep" in deep.reason
 
 
 def test_an_unlistable_student_folder_is_a_problem_not_a_crash(tmp_path, monkeypatch):
@@ -145,3 +146,28 @@ def test_a_trailing_newline_is_not_part_of_an_allowed_id(tmp_path):
     (tmp_path / "ada\n" / "ex01_capture_boundary.ipynb").write_text("{}")
     [cand] = discover(tmp_path)[0]
     assert cand.student is None and "U+000A" in cand.reason
+
+
+def test_nothing_three_folders_deep_is_dropped_silently(tmp_path):
+    deep = tmp_path / "deepbob" / "submission" / "week1"
+    deep.mkdir(parents=True)
+    (deep / "ex02_diagnose.ipynb").write_text("{}")
+    (tmp_path / "deepbob" / "submission" / "ex03_predict_recompiles.ipynb").write_text("{}")
+    (tmp_path / "deepbob" / "notes.pdf").write_text("%PDF")
+    (tmp_path / "deepbob" / "submission" / "link").symlink_to(tmp_path)
+    found, problems = discover(tmp_path)
+    by_rel = {c.rel: c for c in found}
+    assert set(by_rel) == {"deepbob/submission/week1/ex02_diagnose.ipynb",
+                           "deepbob/submission/ex03_predict_recompiles.ipynb"}
+    assert all("too deep" in c.reason and c.student is None for c in found)
+    assert any(p.startswith("deepbob/notes.pdf: not a notebook") for p in problems)
+    assert any(p.startswith("deepbob/submission/link: a symbolic link") for p in problems)
+
+
+def test_a_folder_past_the_depth_limit_is_reported(tmp_path):
+    from course_grader.intake.discover import MAX_DEPTH
+
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(MAX_DEPTH + 1)])
+    deep.mkdir(parents=True)
+    _, problems = discover(tmp_path)
+    assert any(f"more than {MAX_DEPTH} levels down" in p for p in problems)

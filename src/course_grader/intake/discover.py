@@ -71,6 +71,7 @@ EXERCISE_ID = re.compile(r"^ex\d\d$")
 EXERCISE_PREFIX = re.compile(r"^(ex\d\d)(?![0-9])")
 SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", ".git"}
 MAX_ENTRIES = 100_000    # a folder with more entries than this is not a class's submissions
+MAX_DEPTH = 8            # folders below the submissions folder that are searched; deeper ones are reported
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,10 @@ def attribute(parts: list[str]) -> tuple[str | None, str | None, str]:
 def discover(root: Path) -> tuple[list[Candidate], list[str]]:
     """``(candidates, problems)``: every submission-like entry under ``root``, sorted by path.
 
-    ``problems`` lists folders that could not be read (reported, never fatal)."""
+    Every entry is accounted for: a notebook at any depth is a candidate (one deeper than
+    ``STUDENT/exNN.ipynb`` carries attribute's "too deep" reason, so it is listed as unattributed);
+    ``problems`` names every other entry that is not graded (folders that could not be read or lie
+    more than ``MAX_DEPTH`` down, links, files that are no notebook): reported, never fatal."""
     root = Path(root)
     found: list[Candidate] = []
     problems: list[str] = []
@@ -185,11 +189,15 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
                 else:
                     reason = problem
                 found.append(Candidate(rel, Path(entry.path), student, exercise, reason, st.st_mtime_ns, st.st_size))
-            elif stat.S_ISDIR(st.st_mode) and len(sub) == 1:
-                walk(Path(entry.path), sub)
-            elif stat.S_ISLNK(st.st_mode) and len(sub) == 1:
-                problems.append(f"{rel}: a symbolic link, not a student folder; not followed")
-            # other files (a PDF next to the notebook, a deeper folder) are not submissions
+            elif stat.S_ISDIR(st.st_mode) and len(sub) <= MAX_DEPTH:
+                walk(Path(entry.path), sub)   # any depth: a notebook below STUDENT/ is named "too deep", not lost
+            elif stat.S_ISDIR(st.st_mode):
+                problems.append(f"{rel}: a folder more than {MAX_DEPTH} levels down; not searched")
+            elif stat.S_ISLNK(st.st_mode):
+                kind = ", not a student folder" if len(sub) == 1 else ""
+                problems.append(f"{rel}: a symbolic link{kind}; not followed")
+            else:
+                problems.append(f"{rel}: not a notebook (.ipynb); not graded")
 
     try:
         st = os.lstat(root)
