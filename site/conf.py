@@ -16,6 +16,8 @@ copyright = "the course authors"
 extensions = ["myst_nb", "course_tools.site.published_links"]
 root_doc = "index"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]  # _build: Sphinx's output inside the stage
+# straight quotes: a title such as "torch's artifacts" must read the same in the sidebar as in its notebook heading
+smartquotes = False
 
 # Render the outputs stored in the notebooks; never run a kernel.
 nb_execution_mode = "off"
