@@ -248,3 +248,31 @@ def test_the_sandbox_notices_reach_the_report(tmp_path, submission, grade_fake, 
     submission("ann", "ex02")
     report = grade_fake(tmp_path / "subs", tmp_path / "out", host_factory=lambda *a: Host())
     assert report.sandbox_notices == Host.notices
+
+
+def test_grading_one_exercise_keeps_the_class_files_whole(tmp_path, submission, grade_fake):
+    import csv
+
+    for student in ("ann", "ben"):
+        submission(student, "ex01")
+        submission(student, "ex06")
+    out = tmp_path / "out"
+
+    def rows(name):
+        with open(out / name, newline="", encoding="utf-8") as fh:
+            return sorted(tuple(sorted(r.items())) for r in csv.DictReader(fh))
+
+    grade_fake(tmp_path / "subs", out)
+    whole = {name: rows(name) for name in ("grades.csv", "review.csv")}
+    assert len(whole["grades.csv"]) >= 2 and whole["review.csv"]
+    index = (out / "feedback" / "index.html").read_text(encoding="utf-8")
+    assert "ann" in index and "ben" in index
+    grade_fake(tmp_path / "subs", out, exercise="ex01")          # a run limited to one exercise
+    assert {name: rows(name) for name in whole} == whole
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(tmp_path / "subs" / "ann__ex01_capture_boundary.ipynb", one)
+    grade_fake(one, out)                                          # a run over one student's file
+    assert {name: rows(name) for name in whole} == whole
+    index = (out / "feedback" / "index.html").read_text(encoding="utf-8")
+    assert "ann" in index and "ben" in index

@@ -600,8 +600,9 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, options: Gra
 
         students = {cand.student for cand, _ in chosen}
         render_all(book, out_dir, exercise, students, title or f"Grades: {subs.resolve().name}")
-        export_grades(book, out_dir / "grades.csv", exercise, students)
-        export_review(book, out_dir / "review.csv", exercise, students)
+        # the class's files stay whole: a run over one exercise or a few files updates its rows, keeps the rest
+        export_grades(book, out_dir / "grades.csv")
+        export_review(book, out_dir / "review.csv")
         if report.unattributed:
             (out_dir / "unattributed.txt").write_text("".join(printable(line) + "\n" for line in report.unattributed),
                                                       encoding="utf-8")

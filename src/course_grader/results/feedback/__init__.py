@@ -154,9 +154,10 @@ def render_index(book: Gradebook, out_dir: Path, rows, title: str, env: Environm
 
 def render_all(book: Gradebook, out_dir: Path, exercise: str | None = None, students: set[str] | None = None,
                title: str = "Grades") -> list[Path]:
-    """Every counted attempt's page (optionally one exercise / some students), plus the class index."""
+    """Every counted attempt's page (optionally one exercise / some students: the ones a run graded), plus the
+    class index, which always lists the whole class: a run over one exercise never shrinks it."""
     env = environment()
     rows = [r for r in book.current(exercise, students) if STUDENT_ID.match(r["student"])]
     pages = [render_attempt(book, r, out_dir, env) for r in rows]
-    pages.append(render_index(book, out_dir, book.current(None, students), title, env))
+    pages.append(render_index(book, out_dir, book.current(), title, env))
     return pages
