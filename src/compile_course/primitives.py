@@ -297,8 +297,6 @@ class CallResult:
         if compiled is not None and (type(compiled) is not dict or set(compiled) != set(COMPILE_STATS)
                                      or not all(type(v) is int and 0 <= v < 10**6 for v in compiled.values())):
             raise ReplyError("a call's compile record is malformed")
-        from .stopwatch import read_timeline
-
         timeline = None if data["timeline"] is None else read_timeline(data["timeline"])
         return cls(from_data(data["value"]), grads, None if error is None else error[:MAX_ERROR], spied,
                    None if wall is None else float(wall), compiled, timeline)
@@ -309,9 +307,48 @@ COMPILE_STATS = {"graphs": ("stats", "unique_graphs"), "fxgraph_hit": ("inductor
                  "fxgraph_miss": ("inductor", "fxgraph_cache_miss")}
 
 
-def _compile_stats() -> dict:
+def compile_stats() -> dict:
+    """torch's counters that :data:`COMPILE_STATS` names, now."""
     counters = torch._dynamo.utils.counters
     return {key: int(counters[group].get(name, 0)) for key, (group, name) in COMPILE_STATS.items()}
+
+
+# a stopwatch timeline (compile_course.stopwatch): its bounds and record keys, read back by read_timeline
+MAX_CALLS = 2000
+MAX_COMPILES = 20
+CALL_KEYS = {"kind", "compile", "start", "end", "args", "keywords", "graphs", "fxgraph_hit", "fxgraph_miss"}
+COMPILE_KEYS = {"backend", "fullgraph", "dynamic", "mode"}
+
+
+def read_timeline(data: Any) -> dict:
+    """A ``compile_course.stopwatch`` timeline as data, validated (:class:`ReplyError` otherwise)."""
+    def seconds(x) -> bool:
+        return type(x) in (int, float) and math.isfinite(x) and 0 <= x < 1e6
+
+    if type(data) is not dict or set(data) != {"calls", "compiles", "end"} or not seconds(data["end"]):
+        raise ReplyError("a stopwatch's record is malformed")
+    calls, compiles = data["calls"], data["compiles"]
+    if type(calls) is not list or len(calls) > MAX_CALLS or type(compiles) is not list or len(compiles) > MAX_COMPILES:
+        raise ReplyError("a stopwatch's record is malformed")
+    for c in compiles:
+        if type(c) is not dict or set(c) != COMPILE_KEYS or type(c["backend"]) is not str or len(c["backend"]) > 80 \
+                or type(c["fullgraph"]) is not bool or c["dynamic"] not in (None, True, False, "<other>") \
+                or not (c["mode"] is None or type(c["mode"]) is str and len(c["mode"]) <= 80):
+            raise ReplyError("a stopwatch's compile record is malformed")
+    last = 0.0
+    for c in calls:
+        if type(c) is not dict or set(c) != CALL_KEYS or c["kind"] not in ("eager", "compiled") \
+                or not seconds(c["start"]) or not seconds(c["end"]) \
+                or not last <= c["start"] <= c["end"] <= data["end"] \
+                or not all(type(c[k]) is int and 0 <= c[k] < 10**6 for k in ("keywords", "graphs", "fxgraph_hit",
+                                                                          "fxgraph_miss")) \
+                or (c["kind"] == "eager") != (c["compile"] is None) \
+                or c["compile"] is not None and not (type(c["compile"]) is int and 0 <= c["compile"] < len(compiles)) \
+                or type(c["args"]) is not list or len(c["args"]) > 8:
+            raise ReplyError("a stopwatch's call record is malformed")
+        to_data(c["args"])   # plain data, bounded
+        last = c["end"]
+    return {"calls": [dict(c) for c in calls], "compiles": [dict(c) for c in compiles], "end": float(data["end"])}
 
 
 @dataclass
@@ -500,11 +537,11 @@ def call_one(fn, args: tuple, kwargs: dict | None = None, *, grad: bool = False)
     """``fn(*args, **kwargs)``; with ``grad``, also the gradients of the tensor arguments that
     require grad, for the upstream gradient :func:`upstream_gradient` of the (tensor) output."""
     kwargs = kwargs or {}
-    before = _compile_stats()
+    before = compile_stats()
     start = time.perf_counter()
 
     def seen(result: CallResult) -> CallResult:
-        after = _compile_stats()
+        after = compile_stats()
         result.wall_s = time.perf_counter() - start
         result.compiled = {k: max(0, after[k] - before[k]) for k in after}
         return result

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import time
-from typing import Any
 
 import torch
 
-MAX_CALLS = 2000
-MAX_COMPILES = 20
+from .primitives import MAX_CALLS, MAX_COMPILES  # a timeline's bounds, which primitives validates
+
 CLOCK_SLACK_S = 2e-6       # perf_counter readings a few instructions apart
 MIN_STEADY_CALLS = 5       # a "fastest steady call" out of fewer calls is not a steady state
 # An honest fastest figure is the time of one steady call (exactly: it lies inside that call's window) and
@@ -41,7 +39,7 @@ class Stopwatch:
     """Records calls of ``fn`` made through :attr:`stand_in` (see the module docstring)."""
 
     def __init__(self, fn):
-        from .primitives import _compile_stats, describe_arg
+        from .primitives import compile_stats, describe_arg
 
         epoch = time.perf_counter()
         calls: list[dict] = []
@@ -49,13 +47,13 @@ class Stopwatch:
         self._calls, self._compiles, self._epoch = calls, compiles, epoch
 
         def record(kind: str, index: int | None, args, kwargs, run):
-            before = _compile_stats()
+            before = compile_stats()
             start = time.perf_counter()
             try:
                 return run()
             finally:
                 end = time.perf_counter()
-                after = _compile_stats()
+                after = compile_stats()
                 if len(calls) < MAX_CALLS:
                     calls.append({"kind": kind, "compile": index, "start": start - epoch, "end": end - epoch,
                                   "args": [describe_arg(a) for a in args[:8]], "keywords": len(kwargs),
@@ -114,43 +112,6 @@ def hooked(stopwatches: list[Stopwatch]):
         for s in stopwatches:
             stack.enter_context(s.hooked())
         yield
-
-
-CALL_KEYS = {"kind", "compile", "start", "end", "args", "keywords", "graphs", "fxgraph_hit", "fxgraph_miss"}
-COMPILE_KEYS = {"backend", "fullgraph", "dynamic", "mode"}
-
-
-def read_timeline(data: Any) -> dict:
-    """A timeline as data, validated (``primitives.ReplyError`` otherwise)."""
-    from .primitives import ReplyError, to_data
-
-    def seconds(x) -> bool:
-        return type(x) in (int, float) and math.isfinite(x) and 0 <= x < 1e6
-
-    if type(data) is not dict or set(data) != {"calls", "compiles", "end"} or not seconds(data["end"]):
-        raise ReplyError("a stopwatch's record is malformed")
-    calls, compiles = data["calls"], data["compiles"]
-    if type(calls) is not list or len(calls) > MAX_CALLS or type(compiles) is not list or len(compiles) > MAX_COMPILES:
-        raise ReplyError("a stopwatch's record is malformed")
-    for c in compiles:
-        if type(c) is not dict or set(c) != COMPILE_KEYS or type(c["backend"]) is not str or len(c["backend"]) > 80 \
-                or type(c["fullgraph"]) is not bool or c["dynamic"] not in (None, True, False, "<other>") \
-                or not (c["mode"] is None or type(c["mode"]) is str and len(c["mode"]) <= 80):
-            raise ReplyError("a stopwatch's compile record is malformed")
-    last = 0.0
-    for c in calls:
-        if type(c) is not dict or set(c) != CALL_KEYS or c["kind"] not in ("eager", "compiled") \
-                or not seconds(c["start"]) or not seconds(c["end"]) \
-                or not last <= c["start"] <= c["end"] <= data["end"] \
-                or not all(type(c[k]) is int and 0 <= c[k] < 10**6 for k in ("keywords", "graphs", "fxgraph_hit",
-                                                                          "fxgraph_miss")) \
-                or (c["kind"] == "eager") != (c["compile"] is None) \
-                or c["compile"] is not None and not (type(c["compile"]) is int and 0 <= c["compile"] < len(compiles)) \
-                or type(c["args"]) is not list or len(c["args"]) > 8:
-            raise ReplyError("a stopwatch's call record is malformed")
-        to_data(c["args"])   # plain data, bounded
-        last = c["end"]
-    return {"calls": [dict(c) for c in calls], "compiles": [dict(c) for c in compiles], "end": float(data["end"])}
 
 
 def _windows(calls: list[dict], end: float) -> list[tuple[float, float]]:
