@@ -177,14 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         print("course grade: --jobs must be at least 1", file=sys.stderr)
         return 2
-    if why := _nothing_to_grade(args.submissions, args.exercise):
-        say(f"course grade: {why}; nothing was graded and nothing was created", file=sys.stderr)
-        return 2
     if args.cluster is not None:
         n = args.cluster.removeprefix("local:")
         if not args.cluster.startswith("local:") or not n.isdigit() or int(n) < 1:
             print(f"course grade: --cluster takes local:N (N workers), not {args.cluster!r}", file=sys.stderr)
             return 2
+    if why := _nothing_to_grade(args.submissions, args.exercise):
+        say(f"course grade: {why}; nothing was graded and nothing was created", file=sys.stderr)
+        return 2
 
     from course_grader.config import GradeOptions
     from course_grader.errors import GraderError, UsageError
