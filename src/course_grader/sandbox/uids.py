@@ -19,7 +19,10 @@ from pathlib import Path
 UID_BASE = 2_000_000          # far above any login or system account
 BLOCK_SIZE = 32               # concurrent runs per grader instance
 MAX_BLOCKS = 4096
-LOCK_DIRS = (Path("/run/course-grader"), Path("/tmp/course-grader-uids"))
+# /run for root; otherwise one folder a user: a /tmp folder shared by name belongs to whichever user made it
+# first, and every other user's grader then found no writable lock folder (an ordinary user's runs use uids
+# inside its own user namespace, so its leases never need to exclude another user's)
+LOCK_DIRS = (Path("/run/course-grader"), Path(f"/tmp/course-grader-uids-{os.getuid()}"))
 
 
 class NoUidAvailable(Exception):
