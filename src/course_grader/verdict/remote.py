@@ -33,21 +33,25 @@ DEFAULT_PROVIDED = frozenset({"torch", "nn"})
 DEFAULT_IMPORTS = frozenset({"time", "copy"})
 
 
+def _statements(sources: list[str]):
+    """The top-level statements of the setup cells that parse (a cell that does not is the notebook's to report)."""
+    for source in sources:
+        try:
+            yield from parse(source).body
+        except SyntaxError:
+            continue
+
+
 def setup_names(sources: list[str]) -> frozenset[str]:
     """Every top-level name the setup cells bind (defs, classes, assignments, imports)."""
     names: set[str] = set()
-    for source in sources:
-        try:
-            tree = parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-                names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            else:
-                names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    for node in _statements(sources):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     return frozenset(names)
 
 
@@ -62,22 +66,17 @@ def test_api_names(sources: list[str]) -> frozenset[str]:
     them or a namespace builtin (``student = reference = Namespace(globals())``)."""
     api: set[str] = set()
     assigns = []
-    for source in sources:
-        try:
-            tree = parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level \
-                    and node.module in TEST_API_SOURCES:
-                api.update(a.asname or a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module == "compile_course":
-                api.update(a.asname or a.name for a in node.names if a.name in ("testing", "primitives"))
-            elif isinstance(node, ast.Import):
-                api.update((a.asname or a.name).split(".")[0] for a in node.names
-                           if a.name.startswith(TEST_API_SOURCES))
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-                assigns.append(node)
+    for node in _statements(sources):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level \
+                and node.module in TEST_API_SOURCES:
+            api.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "compile_course":
+            api.update(a.asname or a.name for a in node.names if a.name in ("testing", "primitives"))
+        elif isinstance(node, ast.Import):
+            api.update((a.asname or a.name).split(".")[0] for a in node.names
+                       if a.name.startswith(TEST_API_SOURCES))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            assigns.append(node)
     changed = True
     while changed:
         changed = False
@@ -101,22 +100,17 @@ def _other_modules(sources: list[str]) -> frozenset[str]:
     from course_grader.harness.allowlist import MODULE_PATHS
 
     found: set[str] = set()
-    for source in sources:
-        try:
-            tree = parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                found.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    try:
-                        is_module = importlib.util.find_spec(f"{node.module}.{a.name}") is not None
-                    except (ImportError, ValueError, AttributeError):
-                        is_module = False
-                    if is_module:
-                        found.add(a.asname or a.name)
+    for node in _statements(sources):
+        if isinstance(node, ast.Import):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                try:
+                    is_module = importlib.util.find_spec(f"{node.module}.{a.name}") is not None
+                except (ImportError, ValueError, AttributeError):
+                    is_module = False
+                if is_module:
+                    found.add(a.asname or a.name)
     return frozenset(found - set(MODULE_PATHS))
 
 
