@@ -191,3 +191,68 @@ def test_a_sheet_saved_in_another_encoding_is_refused_and_nothing_is_lost(tmp_pa
     before = sheet.read_bytes()
     code, printed = _cli_import(sheet, report.out_dir, capsys)
     assert code == 2 and "is not UTF-8" in printed.err and sheet.read_bytes() == before
+
+
+def _physical_line_of(path, needle):
+    """The 1-based line of ``path`` that holds ``needle``: what an editor shows."""
+    return next(n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if needle in line)
+
+
+def test_import_errors_name_the_sheets_own_lines_and_are_written_into_the_imported_sheet(
+        tmp_path, submission, grade_fake, capsys):
+    def long_answers(nb):   # answers over many lines: a CSV record spans as many lines of the file
+        for cell in nb.cells:
+            if cell.metadata.get("course", {}).get("kind") == "answer":
+                cell.source = "\n".join(f"thought {i}" for i in range(12))
+
+    for s in ("rae", "sol"):
+        submission(s, "ex06", edit=long_answers)
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    rows = _sheet(report.out_dir / "review.csv")
+    bad = rows[-1]
+    bad["score"], bad["comment"] = "lots", "marker-of-the-bad-row"
+    for r in rows[:-1]:
+        r["score"] = "0"
+    sheet = tmp_path / "mine" / "review-filled.csv"     # the instructor's own copy, not OUT/review.csv
+    sheet.parent.mkdir()
+    _write_sheet(sheet, [{k: v for k, v in r.items() if k != "problem"} for r in rows])   # a sheet without it
+    line = _physical_line_of(sheet, bad["student"] + "," + bad["exercise"] + "," + bad["cell_id"])
+    assert line > len(rows) + 1          # far below its row number: the answers above span many lines
+    code, printed = _cli_import(sheet, report.out_dir, capsys)
+    assert code == 0, printed.err
+    assert f"not applied: review-filled.csv line {line}: score 'lots' is not a number" in printed.out
+    assert f"the 'problem' column of {sheet} and of {report.out_dir / 'review.csv'}" in printed.out
+    back = _sheet(sheet)                 # the imported file now says why, and keeps everything typed
+    assert [{k: v for k, v in r.items() if k != "problem"} for r in back] == \
+        [{k: v for k, v in r.items() if k != "problem"} for r in rows]
+    assert [bool(r["problem"]) for r in back] == [False] * (len(rows) - 1) + [True]
+    assert "not a number" in back[-1]["problem"]
+    # fixed in that file and imported again: applied, and its problem column is empty again
+    back[-1]["score"] = "1"
+    _write_sheet(sheet, back)
+    code, printed = _cli_import(sheet, report.out_dir, capsys)
+    assert code == 0 and "0 rows not applied" in printed.out
+    assert not any(r["problem"] for r in _sheet(sheet))
+
+
+def test_a_sheet_that_cannot_be_written_back_keeps_the_reasons_in_review_csv(tmp_path, submission, grade_fake,
+                                                                             capsys, monkeypatch):
+    import course_grader.results.export as export
+
+    report = _graded_ex06(tmp_path, submission, grade_fake)
+    rows = _sheet(report.out_dir / "review.csv")
+    rows[0]["score"] = "nope"
+    sheet = tmp_path / "sheet.csv"
+    _write_sheet(sheet, rows)
+    before = sheet.read_bytes()
+
+    def refused(*args, **kwargs):   # a folder the instructor may read but not write (as root, none is)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(export.tempfile, "mkstemp", refused)
+    code, printed = _cli_import(sheet, report.out_dir, capsys)
+    assert code == 0 and f"could not write the reasons into {sheet} (Permission denied)" in printed.out
+    assert sheet.read_bytes() == before
+    assert f"the 'problem' column of {report.out_dir / 'review.csv'}: fix them" in printed.out
+    assert "not a number" in {r["cell_id"]: r for r in _sheet(report.out_dir / "review.csv")}[rows[0]["cell_id"]][
+        "problem"]

@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,16 +111,44 @@ class ReviewImport:
     blank: int = 0           # rows with neither: nothing changed
     kept: list[str] = field(default_factory=list)    # rows not applied, kept in review.csv with the reason
     notes: list[str] = field(default_factory=list)   # applied, but with something to know
+    problems: dict[int, str] = field(default_factory=dict)   # sheet row index -> why it was not applied
+    sheet: Sheet | None = None
+    annotated: Path | None = None    # the imported sheet, written back with its 'problem' column (import_into)
+    review_csv: Path | None = None
+
+    def summary(self) -> str:
+        """One line: what was applied, and where the rows not applied are to be fixed."""
+        where = " and of ".join(str(p) for p in (self.annotated, self.review_csv) if p) or "review.csv"
+        return (f"review: {self.scored} answers scored, {self.commented} comments without a score, "
+                f"{self.blank} rows left blank, {len(self.kept)} rows not applied"
+                + (f" (kept as you typed them; the reason is in the 'problem' column of {where}: fix them "
+                   "there and import again)" if self.kept else ""))
 
 
 def header_key(name: str) -> str:
     return " ".join((name or "").replace("\ufeff", "").split()).lower().replace(" ", "_")
 
 
-def read_sheet(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """``(columns, rows)`` of a review sheet as a person may have saved it: UTF-8 with or without a
-    BOM, any line endings, ``,`` ``;`` or tab between cells, header names in any case and with stray
-    spaces. Raises ``SheetError`` for anything else (another encoding, a missing or renamed column)."""
+@dataclass
+class Sheet:
+    """A review sheet as read: its rows, and what it takes to write it back as it was saved."""
+
+    path: Path
+    header: list[str]                     # the header cells as typed
+    columns: list[str]                    # their ``header_key``s
+    cells: list[list[str]]                # each row's cells as typed (still neutralised)
+    rows: list[dict[str, str]]            # each row by column, neutralising quote removed
+    lines: list[int]                      # the file's own line number where each row starts
+    delimiter: str = ","
+    bom: bool = False
+    newline: str = "\r\n"
+
+
+def read_sheet(path: Path) -> Sheet:
+    """A review sheet as a person may have saved it: UTF-8 with or without a BOM, any line endings,
+    ``,`` ``;`` or tab between cells, header names in any case and with stray spaces. A row's line is
+    the line of the file it starts on (an answer may span many lines). Raises ``SheetError`` for
+    anything else (another encoding, a missing or renamed column)."""
     name = Path(path).name
     try:
         data = Path(path).read_bytes()
@@ -147,13 +176,57 @@ def read_sheet(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     twice = sorted({c for c in columns if c and columns.count(c) > 1})
     if twice:
         raise SheetError(f"{name}: column {', '.join(repr(t) for t in twice)} appears more than once in the header")
-    rows = []
+    sheet = Sheet(Path(path), header, columns, [], [], [], delimiter, data.startswith(b"\xef\xbb\xbf"),
+                  "\r\n" if "\r\n" in text else "\n")
     try:
-        for cells in reader:
-            rows.append({c: unneutralise(cells[i] if i < len(cells) else "") for i, c in enumerate(columns) if c})
+        while True:
+            start = reader.line_num + 1          # the record begins on the line after the last one read
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            if not cells:
+                continue                         # a blank line
+            sheet.cells.append(cells)
+            sheet.lines.append(start)
+            sheet.rows.append({c: unneutralise(cells[i] if i < len(cells) else "") for i, c in enumerate(columns)
+                               if c})
     except csv.Error as exc:
         raise SheetError(f"{name} line {reader.line_num}: {exc}") from None
-    return columns, rows
+    return sheet
+
+
+def annotate_sheet(sheet: Sheet, problems: dict[int, str]) -> Path:
+    """Write ``sheet`` back where it was read, every cell as typed, with its ``problem`` column (added
+    when it has none) saying why each row in ``problems`` (by row index) was not applied, and empty for
+    the others: the instructor fixes the rows in the file they imported. Same delimiter, BOM and line
+    endings; written to a temporary file first, so a failure leaves the sheet as it was. Raises ``OSError``."""
+    header, cells = list(sheet.header), [list(c) for c in sheet.cells]
+    if "problem" in sheet.columns:
+        at = sheet.columns.index("problem")
+    else:
+        at = len(header)
+        header.append("problem")
+    for i, row in enumerate(cells):
+        row.extend([""] * (at + 1 - len(row)))
+        row[at] = neutralise(problems.get(i, ""))
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, delimiter=sheet.delimiter, lineterminator=sheet.newline)
+    writer.writerow(header)
+    writer.writerows(cells)
+    path = sheet.path
+    mode = path.stat().st_mode & 0o777
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write((b"\xef\xbb\xbf" if sheet.bom else b"") + out.getvalue().encode("utf-8"))
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def _apply_row(book: Gradebook, current: dict, row: dict[str, str], result: ReviewImport, where: str) -> str:
@@ -194,22 +267,44 @@ def _apply_row(book: Gradebook, current: dict, row: dict[str, str], result: Revi
 def import_review(book: Gradebook, path: Path) -> ReviewImport:
     """Apply the scores and comments of a review sheet. A sheet that cannot be read raises ``SheetError``
     before anything changes. A row that cannot be applied is kept as typed (``Gradebook.keep_review_row``)
-    and shown again in ``review.csv`` with its ``problem``. A blank score never erases one recorded earlier."""
-    _, rows = read_sheet(path)
+    and shown again in ``review.csv`` with its ``problem``; ``ReviewImport.problems`` says which rows of
+    the sheet they were (for ``annotate_sheet``). Every message names the sheet's own line numbers. A
+    blank score never erases one recorded earlier."""
+    sheet = read_sheet(path)
     name = Path(path).name
     current = {(r["student"], r["exercise_name"]): r for r in book.current()}
-    result = ReviewImport()
+    result = ReviewImport(sheet=sheet)
     with book.transaction():
         # The sheet is the instructor's latest word on the answers it lists: rows kept from an earlier
         # import for those (student, exercise) are replaced by what this sheet says (a row deleted goes).
-        for pair in {(r.get("student", "").strip(), r.get("exercise", "").strip()) for r in rows}:
+        for pair in {(r.get("student", "").strip(), r.get("exercise", "").strip()) for r in sheet.rows}:
             book.drop_kept_reviews(*pair)
-        for n, row in enumerate(rows, start=2):
+        for i, (line, row) in enumerate(zip(sheet.lines, sheet.rows, strict=True)):
             if not any(v.strip() for v in row.values()):
-                continue                                   # an empty line
-            where = f"{name} line {n}"
+                continue                                   # a row of empty cells
+            where = f"{name} line {line}"
             if problem := _apply_row(book, current, row, result, where):
                 book.keep_review_row(*(row.get(k, "").strip() for k in ("student", "exercise", "cell_id", "attempt")),
                                      row.get("score", ""), row.get("comment", ""), problem)
                 result.kept.append(f"{where}: {problem}")
+                result.problems[i] = problem
+    return result
+
+
+def import_into(book: Gradebook, path: Path, review_csv: Path) -> ReviewImport:
+    """``import_review``, then the reasons written into the imported sheet itself (``annotate_sheet``)
+    unless it is ``review_csv`` (OUT/review.csv, which the caller rewrites with the same reasons).
+    A sheet that cannot be written back is said in ``notes``; nothing is lost, the reasons are kept."""
+    result = import_review(book, path)
+    try:
+        same = os.path.samefile(path, review_csv)
+    except OSError:
+        same = False
+    result.review_csv = review_csv
+    if not same:
+        try:
+            result.annotated = annotate_sheet(result.sheet, result.problems)
+        except OSError as exc:
+            result.notes.append(f"could not write the reasons into {path} ({exc.strerror or exc}); "
+                                f"they are in {review_csv}")
     return result

@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _instructor_action(args, out: Path, gradebook: Path) -> int:
-    from course_grader.results.export import SheetError, export_grades, export_review, import_review
+    from course_grader.results.export import SheetError, export_grades, export_review, import_into
     from course_grader.results.feedback import render_all
     from course_grader.results.gradebook import Gradebook
 
@@ -261,7 +261,7 @@ def _instructor_action(args, out: Path, gradebook: Path) -> int:
                   f"{row['auto_score']:g}/{row['auto_possible']:g} ({row['reason']})")
         else:
             try:
-                result = import_review(book, args.import_review)
+                result = import_into(book, args.import_review, out / "review.csv")
             except SheetError as exc:
                 say(f"course grade: {exc}", file=sys.stderr)
                 say("course grade: nothing was imported and no file was changed", file=sys.stderr)
@@ -270,10 +270,7 @@ def _instructor_action(args, out: Path, gradebook: Path) -> int:
                 say(f"  note: {line}")
             for line in result.kept:
                 say(f"  not applied: {line}")
-            say(f"review: {result.scored} answers scored, {result.commented} comments without a score, "
-                f"{result.blank} rows left blank, {len(result.kept)} rows not applied"
-                + (" (kept in review.csv as you typed them, with the reason in its 'problem' column: fix them "
-                   "there and import again)" if result.kept else ""))
+            say(result.summary())
         pages = render_all(book, out)
         export_grades(book, out / "grades.csv")
         export_review(book, out / "review.csv")
