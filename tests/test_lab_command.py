@@ -9,6 +9,7 @@ Each run gets its own Jupyter runtime, config and settings folders and its own w
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,22 @@ def running_lab(command: list[str], env: dict[str, str], log: Path):
             proc.wait()
 
 
+def _wait_for_idle_kernel(url: str) -> str | None:
+    """The execution state the server reports for the page's kernel, once it is idle or the wait is over."""
+    parts = urllib.parse.urlsplit(url)
+    token = urllib.parse.parse_qs(parts.query).get("token", [""])[0]
+    api = f"{parts.scheme}://{parts.netloc}/api/kernels?token={token}"
+    state, deadline = None, time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(api, timeout=10) as reply:
+            kernels = json.load(reply)
+        state = kernels[0].get("execution_state") if kernels else None
+        if state == "idle":
+            break
+        time.sleep(0.5)
+    return state
+
+
 def open_in_browser(url: str, screenshot: Path) -> dict:
     """What the printed URL shows: the current document's path, and the notifications on screen."""
     playwright = pytest.importorskip("playwright.sync_api")
@@ -72,12 +91,15 @@ def open_in_browser(url: str, screenshot: Path) -> dict:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=STARTUP_TIMEOUT_S * 1000)
+            # the kernel is up and has answered: until then the page still has a websocket handshake under way,
+            # and stopping the server mid-handshake makes the kernel and jupyter_server log tracebacks of their own
+            kernel = _wait_for_idle_kernel(url)
             page.wait_for_timeout(3000)   # notifications arrive once Lab has restored its layout
             tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current").first.inner_text()
             toasts = page.locator(".Toastify__toast, .jp-Notification-Toast").all_inner_texts()
             headings = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownOutput h1").all_inner_texts()
             page.screenshot(path=str(screenshot))
-            return {"tab": tab, "toasts": toasts, "headings": headings}
+            return {"tab": tab, "toasts": toasts, "headings": headings, "kernel": kernel}
         finally:
             browser.close()
 
@@ -85,7 +107,21 @@ def open_in_browser(url: str, screenshot: Path) -> dict:
 def _check_lesson_one(seen: dict) -> None:
     assert "01_lesson_goals" in seen["tab"], seen
     assert seen["headings"], f"lesson 01 shows no title: {seen}"
+    assert seen["kernel"] == "idle", f"lesson 01's kernel never became ready: {seen}"
     assert not [t for t in seen["toasts"] if NEWS_PROMPT.lower() in t.lower()], seen["toasts"]
+
+
+# jupyter_server 2.x logs this traceback when Lab closes a kernel websocket while the server is still
+# waiting for the kernel's first reply (it then reconnects, and the kernel is idle, which the test checks):
+# jupyter-server/jupyter_server#1265, open upstream. Seen whenever the kernel starts slowly, e.g. as a new
+# user whose bytecode cache is cold. Only that traceback is forgiven; any other fails the test.
+_SERVER_RACE = re.compile(
+    r"Traceback \(most recent call last\):(?:(?!Traceback).)*?jupyter_server/services/kernels/websocket\.py"
+    r"(?:(?!Traceback).)*?AttributeError: 'NoneType' object has no attribute 'kernel_ws_protocol'", re.S)
+
+
+def _without_known_server_race(log: str) -> str:
+    return _SERVER_RACE.sub("", log)
 
 
 needs_browser = pytest.mark.skipif(not CHROMIUM, reason="no Chromium; as root, `make test` installs Debian's")
@@ -136,7 +172,7 @@ def test_lab_as_an_ordinary_user_in_a_checkout_they_do_not_own(tmp_path):
             seen = open_in_browser(url, tmp_path / "lab-user.png")
         log = (tmp_path / "lab.log").read_text(errors="replace")
         _check_lesson_one(seen)
-        assert "--allow-root" not in log and "Traceback" not in log, log[-3000:]
+        assert "--allow-root" not in log and "Traceback" not in _without_known_server_race(log), log[-3000:]
         workspace = home / "torch-compile-course-work"
         assert "is not writable by you" in log
         lesson = workspace / "notebooks" / "01_lesson_goals.ipynb"
