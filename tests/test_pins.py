@@ -205,13 +205,97 @@ def test_the_venv_has_the_set_ups_pip():
     assert version("pip") == pinned, "the venv's pip is not the set-up's: make clean-venv, then make test"
 
 
+@pytest.fixture(scope="module")
+def resolved() -> dict:
+    """pip's answer for every supported Python, resolved at once or taken from ~/.cache/compile-course/ when
+    nothing it depends on has changed (course_tools.lock_check); printed: how many came from the cache."""
+    from course_tools.lock_check import resolve_each
+
+    return resolve_each(LOCK_TARGETS, requirements=ROOT / "requirements.txt", lock=ROOT / "requirements.lock",
+                        say=print)
+
+
 @pytest.mark.parametrize("target", LOCK_TARGETS)
-def test_the_lock_serves_every_supported_python(target):
+def test_the_lock_serves_every_supported_python(target, resolved):
     """pip's resolver for each supported Python (the oldest release of 3.11, 3.12, 3.13; metadata only, wheels
     only, nothing installed) finds requirements.txt installable under the lock, every package it picks locked at
     that version. A package whose locked version needs a newer Python (soupsieve 4.1.3 wants 3.11.5) fails here."""
-    from course_tools.lock import resolve_for
-
-    found = resolve_for(target, constraints=ROOT / "requirements.lock")   # raises with pip's words if it cannot
+    found = resolved[target]
+    if isinstance(found, Exception):
+        raise found                                     # pip's own words for why it cannot
     locked = lock()
+    assert found, "pip's report installs nothing"
     assert {name: version for name, version in found.items() if locked.get(name) != version} == {}
+
+
+# ---------------------------------------------------------------- the resolver's cache (no pip)
+
+def fake_report(pins: dict[str, str]) -> dict:
+    return {"install": [{"metadata": {"name": name, "version": version}} for name, version in pins.items()]}
+
+
+def test_each_python_resolves_at_once_and_a_kept_answer_is_reused(tmp_path, monkeypatch):
+    """Three targets meet at a barrier only if their pips run at the same time; a second run asks pip nothing."""
+    import threading
+
+    import course_tools.lock_check
+    from course_tools.lock_check import resolve_each
+
+    monkeypatch.setattr(course_tools.lock_check, "pip_facts", lambda python: "pip 26.3")
+    (tmp_path / "req.txt").write_text("a==1\n")
+    (tmp_path / "lock.txt").write_text("a==1\nb==2\n")
+    together = threading.Barrier(3, timeout=30)
+    asked = []
+
+    def run(target, requirements, lock, python):
+        asked.append(target)
+        together.wait()                                 # BrokenBarrierError if they ran one after another
+        return fake_report({"a": "1", "b": "2", "pip": "26.3"})
+
+    args = dict(requirements=tmp_path / "req.txt", lock=tmp_path / "lock.txt", cache=tmp_path / "cache")
+    first = resolve_each(("3.11.2", "3.12.0", "3.13.0"), run=run, **args)
+    assert sorted(asked) == ["3.11.2", "3.12.0", "3.13.0"]
+    assert first["3.12.0"] == {"a": "1", "b": "2"}      # pip itself is not locked
+    asked.clear()
+    again = resolve_each(("3.11.2", "3.12.0", "3.13.0"), run=lambda *a: pytest.fail("pip ran again"), **args)
+    assert again == first and asked == []
+
+
+def test_a_changed_lock_an_old_answer_or_a_failure_makes_pip_run_again(tmp_path, monkeypatch):
+    import os
+
+    import course_tools.lock_check
+    from course_tools.lock import ResolveError
+    from course_tools.lock_check import MAX_AGE_DAYS, resolve_each
+
+    monkeypatch.setattr(course_tools.lock_check, "pip_facts", lambda python: "pip 26.3")
+    (tmp_path / "req.txt").write_text("a==1\n")
+    lock_file = tmp_path / "lock.txt"
+    lock_file.write_text("a==1\n")
+    asked = []
+
+    def run(target, requirements, lock, python):
+        asked.append(lock.read_text())
+        return fake_report(dict(line.split("==") for line in lock.read_text().split()))
+
+    args = dict(targets=("3.12.0",), requirements=tmp_path / "req.txt", lock=lock_file, cache=tmp_path / "cache",
+                run=run)
+    resolve_each(**args)
+    lock_file.write_text("a==1\nb==3\n")
+    assert resolve_each(**args) == {"3.12.0": {"a": "1", "b": "3"}}   # the new lock's answer, not the kept one
+    assert len(asked) == 2
+    for kept in (tmp_path / "cache").iterdir():                      # every answer older than the limit
+        old = kept.stat().st_mtime - MAX_AGE_DAYS * 86400 - 60
+        os.utime(kept, (old, old))
+    resolve_each(**args)
+    assert len(asked) == 3
+
+    def refuse(target, requirements, lock, python):
+        asked.append("refused")
+        raise ResolveError(target, "soupsieve 4.1.3 requires Python >=3.11.5")
+
+    lock_file.write_text("a==1\nsoupsieve==4.1.3\n")
+    for _ in range(2):                                               # a failure is never kept
+        found = resolve_each(**{**args, "run": refuse})
+        assert isinstance(found["3.12.0"], ResolveError) and "3.11.5" in str(found["3.12.0"])
+    assert asked[-2:] == ["refused", "refused"]

@@ -92,6 +92,27 @@ def render(pins: dict[str, str]) -> str:
     return HEADER + "".join(f"{name}=={pins[name]}\n" for name in sorted(pins))
 
 
+def resolve_command(target: str, requirements: Path, constraints: Path | None, python: str, report: Path,
+                    target_dir: Path) -> list[str]:
+    """The pip dry run that answers what a fresh install on CPython ``target`` would pick, its report to ``report``."""
+    # --target: pip takes --python-version only for an install elsewhere; a dry run writes nothing there
+    command = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+               "--target", str(target_dir), "--python-version", target, "--only-binary=:all:",
+               "--report", str(report), "-r", str(requirements)]
+    return command + (["-c", str(constraints)] if constraints is not None else [])
+
+
+def pip_said(stderr: str) -> str:
+    """The end of pip's complaint, without its warnings about the local indexes' missing pages."""
+    return "\n".join([line for line in stderr.splitlines() if not line.startswith("WARNING: Location")][-15:])
+
+
+def pins_of_report(report: dict) -> dict[str, str]:
+    """``{canonical name: version}`` of what a pip ``--report`` would install, pip itself left out."""
+    pins = {canonical(item["metadata"]["name"]): item["metadata"]["version"] for item in report["install"]}
+    return {name: version for name, version in pins.items() if name not in NOT_LOCKED}
+
+
 def resolve_for(target: str, requirements: Path = REQUIREMENTS, constraints: Path | None = None,
                 python: str = sys.executable) -> dict[str, str]:
     """What a fresh ``pip install -r requirements`` would install on CPython ``target`` (``3.12.0``), under
@@ -99,19 +120,11 @@ def resolve_for(target: str, requirements: Path = REQUIREMENTS, constraints: Pat
     :class:`ResolveError` with pip's own words when pip finds no set of versions."""
     with tempfile.TemporaryDirectory(prefix="course-lock-") as tmp:
         report = Path(tmp) / "report.json"
-        # --target: pip takes --python-version only for an install elsewhere; a dry run writes nothing there
-        command = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                   "--target", str(Path(tmp) / "target"), "--python-version", target, "--only-binary=:all:",
-                   "--report", str(report), "-r", str(requirements)]
-        if constraints is not None:
-            command += ["-c", str(constraints)]
+        command = resolve_command(target, requirements, constraints, python, report, Path(tmp) / "target")
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
-            said = [line for line in done.stderr.splitlines() if not line.startswith("WARNING: Location")]
-            raise ResolveError(target, "\n".join(said[-15:]))
-        installs = json.loads(report.read_text())["install"]
-    pins = {canonical(item["metadata"]["name"]): item["metadata"]["version"] for item in installs}
-    return {name: version for name, version in pins.items() if name not in NOT_LOCKED}
+            raise ResolveError(target, pip_said(done.stderr))
+        return pins_of_report(json.loads(report.read_text()))
 
 
 class ResolveError(RuntimeError):
