@@ -61,7 +61,7 @@ course: $(STAMP)
 lock:
 	PYTHONPATH=src $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m course_tools.lock
 
-## browser: Debian's chromium for the browser tests (tests/test_site.py, tests/test_lab_roundtrip.py),
+## browser: Debian's chromium for the browser tests (tests/course_tools/test_site.py, tests/test_lab_roundtrip.py),
 ##          installed once with apt-get when we are root; otherwise those tests are skipped, saying why.
 ##          A failed install stops CI (CI=true) and only warns elsewhere.
 CHROMIUM ?= /usr/bin/chromium
@@ -97,13 +97,12 @@ test: $(STAMP) browser hub-proxy
 ## quick: the maintainer's loop while editing a lesson: every lesson and solution re-executed and compared
 ##        (nbval), the helpers' unit tests, the stored-output audits and the lint. Leaves the grader, the
 ##        sandbox, the site, the browser tests, the set-up and the CLI to `make test`, which CI runs.
-QUICK_TESTS = tests/test_comparison.py tests/test_diagnostics.py tests/test_boundary.py tests/test_checks.py \
-              tests/test_torch_logs.py tests/test_session.py tests/test_timing.py tests/test_stored_outputs.py \
-              tests/test_lint.py
+QUICK_TESTS = $(addprefix tests/compile_course/test_,comparison.py diagnostics.py boundary.py checks.py torch_logs.py \
+                session.py timing.py) tests/test_stored_outputs.py tests/test_lint.py
 # the two slowest helper tests stay in the full run: a cold inductor compile, and a fresh interpreter importing torch;
 # so does lesson 10, whose scripts run in fresh Pythons with cold inductor compiles and the minifier (minutes)
-QUICK_SKIP  = --deselect tests/test_timing.py::test_inductor_cache_cold_then_warm \
-              --deselect tests/test_session.py::test_importing_compile_course_silences_cpp_extension_before_torch \
+QUICK_SKIP  = --deselect tests/compile_course/test_timing.py::test_inductor_cache_cold_then_warm \
+              --deselect tests/compile_course/test_session.py::test_importing_compile_course_silences_cpp_extension_before_torch \
               --ignore=notebooks/10_torch_artifacts.ipynb
 quick: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --nbval --dist loadfile notebooks solutions $(QUICK_TESTS) $(QUICK_SKIP)

@@ -27,7 +27,7 @@ nb_output_stderr = "show"
 myst_enable_extensions = []
 myst_heading_anchors = 3
 # A skipped heading level only affects the page's contents list; every other warning
-# (a dead link to a lesson, above all) fails `build_site(strict=True)` in tests/test_site.py.
+# (a dead link to a lesson, above all) fails `build_site(strict=True)` in tests/course_tools/test_site.py.
 suppress_warnings = ["myst.header"]
 
 html_theme = "sphinx_book_theme"

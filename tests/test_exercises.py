@@ -68,7 +68,7 @@ def test_answered_exercise_passes_every_public_and_hidden_test(name):
     """With the model answers, every test cell prints its ✓ line and raises nothing.
 
     No kernel here: the answered exercise is the solution notebook (``course release`` derives the
-    exercise from it, and tests/course_grader/test_release.py checks the committed exercises equal a
+    exercise from it, and tests/course_grader/exercise/test_release.py checks the committed exercises equal a
     fresh release), and ``pytest --nbval`` re-executes the solution and compares these very outputs.
     """
     tests = _test_cells(_read("solutions", name))

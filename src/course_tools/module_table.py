@@ -4,7 +4,7 @@
     python -m course_tools.module_table --write    # rewrite it in docs/grader-design.md
 
 Each module's role is the first paragraph of its docstring, so the table is true by construction;
-tests/test_module_table.py fails when the page's copy drifts from what the modules say.
+tests/course_tools/test_module_table.py fails when the page's copy drifts from what the modules say.
 """
 
 from __future__ import annotations

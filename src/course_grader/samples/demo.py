@@ -3,7 +3,7 @@
 Grading all 111 bundled samples (``orchestrate.grade_samples``) takes about 10 minutes on two
 busy cores, 7 of them on the two infinite loops, which run into the full CPU limits
 (``sandbox.Limits``: 60 CPU-s a cell, each loop confirmed by a second run alone). The tests
-grade them all (``tests/course_grader/test_samples_e2e.py``). ``course run`` shows a student
+grade them all (``tests/e2e/test_samples_e2e.py``). ``course run`` shows a student
 the grader at work on a small class instead: :func:`representative` picks one sample of each
 kind, by a rule, and :func:`grade_demo` grades them through the real pipeline (sandbox,
 harnesses, verdicts) and checks each verdict against the sample's expectation, as
@@ -25,7 +25,7 @@ from . import notebook_bytes, samples_for
 
 # The kinds of bundled sample, in the order the demo grades them (a sample's kind is its name up
 # to the first "-": correct, tamper-edit-test, adv-exec-source, ...). A kind not listed here is
-# still graded, after these; tests/course_grader/test_samples_demo.py fails until it is listed.
+# still graded, after these; tests/course_grader/samples/test_samples_demo.py fails until it is listed.
 KINDS = ("correct", "partial", "unanswered", "wrong", "tamper", "bad", "crash", "adv", "hostile", "honest")
 DEMO_CPU_S_PER_CELL = 5
 # CPU-s per cell and per measuring request; the wall backstop scales with it (Limits.scaled)
@@ -96,7 +96,7 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutio
     groups = [("submissions", [n for n in chosen if n not in limited], {}),
               (LIMITED_FOLDER, limited, {"limits": DEMO_LIMITS, "warm": False})]
     print(f"  {len(chosen)} of the {len(every)} bundled samples, one of each kind "
-          f"(tests/course_grader/test_samples_e2e.py grades all of them):", flush=True)
+          f"(tests/e2e/test_samples_e2e.py grades all of them):", flush=True)
     for name in chosen:
         note = f"   [graded under {DEMO_CPU_S_PER_CELL} CPU-s a cell]" if name in limited else ""
         print(f"    {sample_kind(name):<11} {name:<58} expected: {_describe(expected[name])}{note}", flush=True)

@@ -5,7 +5,7 @@
 the notebooks' relative links resolve), runs Sphinx with ``site/conf.py``,
 and publishes tlparse's report at ``out/tlparse/index.html``. Stored outputs
 are rendered as they are; no notebook is executed (``nb_execution_mode =
-"off"``). What it does not do: check links in a browser (tests/test_site.py
+"off"``). What it does not do: check links in a browser (tests/course_tools/test_site.py
 does) or refresh stored outputs (``course execute`` does).
 """
 

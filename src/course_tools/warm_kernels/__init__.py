@@ -14,6 +14,6 @@ once, and every kernel is a ``fork`` of it that then starts IPython as
 - ``kernelspec``: writes the kernel spec that names the provisioner.
 
 The kernels are the same program as ordinary ones. ``pytest --nbval`` compares every
-stored output against them, and ``tests/test_warm_kernels.py`` checks them against a
+stored output against them, and ``tests/course_tools/test_warm_kernels.py`` checks them against a
 fresh kernel directly.
 """

@@ -13,7 +13,7 @@ fork time (logging's, an import lock) would stay held forever in the kernel. The
 template therefore refuses to fork while it runs any Python thread besides its main
 one, and the provisioner then launches an ordinary kernel. The one native thread that
 importing torch starts (the OpenMP pool, parked on a futex) is safe: libgomp builds a
-new pool in the child, which ``tests/test_warm_kernels.py`` checks.
+new pool in the child, which ``tests/course_tools/test_warm_kernels.py`` checks.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def _confinement() -> str:
 
 
 # Root confines a run under a leased uid; an ordinary user, in user namespaces (docs/sandbox.md).
-# Tests marked so run both ways: tests/course_grader/test_as_ordinary_user.py runs them as a created user.
+# Tests marked so run both ways: tests/e2e/test_as_ordinary_user.py runs them as a created user.
 needs_confinement = pytest.mark.skipif(_confinement() == "none",
                                        reason="not root, and user namespaces are off: runs cannot be confined")
 

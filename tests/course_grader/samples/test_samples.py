@@ -8,7 +8,7 @@ from pathlib import Path
 from course_grader.samples import make_samples
 from course_grader.samples.adversarial import SAMPLES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / "tests" / "samples" / "submissions"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from compile_course import workspace
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from course_grader.results.gradebook import Attempt, Gradebook, TestResult
 from course_grader.status import AttemptStatus, TestStatus
 from course_grader.ui.grade import main as grade_main
 
-HERE = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[3] / "tests"  # where grading_fixtures is
 
 
 def test_grading_twice_changes_nothing(tmp_path, submission, grade_fake):
@@ -78,7 +78,7 @@ def test_clearing_a_flag_records_the_reason_and_rescores(tmp_path, submission, g
 RUNNER = """
 import sys, time
 sys.path.insert(0, {here!r})
-from conftest import FakeHost, stub_verdicts
+from grading_fixtures import FakeHost, stub_verdicts
 from course_grader.pipeline.orchestrate import grade_class
 
 class SlowHost(FakeHost):
@@ -98,7 +98,7 @@ print("finished")
 
 
 def _runner(subs, out, delay):
-    code = RUNNER.format(here=str(HERE), subs=str(subs), out=str(out), delay=delay)
+    code = RUNNER.format(here=str(TESTS), subs=str(subs), out=str(out), delay=delay)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -17,7 +17,7 @@ from course_grader.exercise import release, release_record
 from course_grader.exercise.model import Exercise
 from course_grader.exercise.release import answered_notebook, student_notebook
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTIONS = ROOT / "solutions"
 
 

@@ -1,6 +1,6 @@
 """Every bundled sample through the real pipeline (sandbox, harnesses, verdicts): opt-in, it takes long.
 
-    COURSE_SAMPLES_E2E=1 .venv/bin/python -m pytest tests/course_grader/test_samples_e2e.py
+    COURSE_SAMPLES_E2E=1 .venv/bin/python -m pytest tests/e2e/test_samples_e2e.py
 
 Grading the 70 samples takes 10 to 20 minutes on a busy 2-core machine (each
 submission also runs its feedback notebook; the two infinite loops use up the full

@@ -12,7 +12,7 @@ import pytest
 from course_grader.exercise.model import CellKind, load_exercises
 from course_grader.exercise.publish import EDITION_MARK, PublishError, hidden_lines, leaks, publish
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTIONS = ROOT / "solutions"
 
 

@@ -12,7 +12,7 @@ import pytest
 from course_grader.exercise import release
 from course_grader.exercise.model import BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, Exercise, ExerciseFormatError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTIONS = sorted((ROOT / "solutions").glob("ex[0-9][0-9]_*.ipynb"))
 AUTO = [s for s in SOLUTIONS if not s.name.startswith("ex06")]
 

@@ -8,7 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from course_tools.notebooks import normalize
 from course_tools.notebooks.normalize import audit_notebook, normalize_notebook, sanitize_rules, sanitize_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rules_come_from_the_nbval_sanitize_file():

@@ -20,7 +20,7 @@ from course_grader.samples.demo import (
 )
 from course_grader.sandbox.limits import Limits
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXPECTED = json.loads((ROOT / "tests" / "samples" / "submissions" / "expected.json").read_text())
 
 

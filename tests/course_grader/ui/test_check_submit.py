@@ -25,7 +25,7 @@ from course_grader.samples import make_samples
 from course_grader.ui import check as student
 from course_tools.cli import main as course_main
 
-SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
+SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
 
 PICKED = {   # the sample's file name -> (what course check must exit with, what the gradebook must say)
     "correct__ex02_diagnose.ipynb": (0, "graded"),

@@ -11,7 +11,7 @@ import torch
 from compile_course import quiet, session
 from compile_course.quiet import apply_log_policy, set_quiet_logs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pinned_in_requirements() -> str:

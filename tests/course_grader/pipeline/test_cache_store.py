@@ -196,7 +196,7 @@ KILLED_GRADER = r"""
 import sys, time
 from contextlib import contextmanager
 sys.path.insert(0, sys.argv[3])
-from conftest import FakeHost, stub_verdicts
+from grading_fixtures import FakeHost, stub_verdicts
 from course_grader.pipeline.orchestrate import grade_class
 
 class Stuck:
@@ -225,7 +225,7 @@ def test_a_resumed_run_sweeps_the_compile_cache_of_a_killed_grader_and_no_live_o
     script = tmp_path / "killed.py"
     script.write_text(KILLED_GRADER)
     grader = subprocess.Popen([sys.executable, str(script), str(tmp_path / "subs"), str(out),
-                               str(Path(__file__).parent)], stdout=subprocess.PIPE, text=True)
+                               str(Path(__file__).resolve().parents[2])], stdout=subprocess.PIPE, text=True)
     try:
         assert grader.stdout.readline().strip() == "grading"      # its compile cache exists now
         left = [p for p in out.iterdir() if p.name.startswith(cache_store.RUN_FOLDER)]
