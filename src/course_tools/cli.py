@@ -210,6 +210,9 @@ def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["check"]:
         from course_grader.ui.check import check_main
         return check_main(argv[1:])
+    if argv[:1] == ["restore"]:
+        from course_grader.ui.restore import main as restore_main
+        return restore_main(argv[1:])
     if argv[:1] == ["submit"]:
         from course_exchange.client import in_hub_session
         if "--student" not in argv and in_hub_session():   # on the class's hub: hand in through its exchange
@@ -253,6 +256,8 @@ def _dispatch(argv: list[str]) -> int:
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
+    sub.add_parser("restore", help="put a locked or test cell of your notebook back as released "
+                   "(course restore FILE --cell ID)")
     sub.add_parser("collect", help="instructor, on the hub: fetch the hand-ins that count "
                    "(course collect COURSE --to DIR)")
     sub.add_parser("return", help="instructor, on the hub: return feedback pages and scores "

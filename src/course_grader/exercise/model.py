@@ -37,6 +37,44 @@ def stub_line(indent: str, cell_id: str) -> str:
     return f'{indent}raise NotImplementedError("{cell_id}: replace this line with your answer")'
 
 
+def restore_command(notebook: str, cell_id: str) -> str:
+    """The command that puts a released locked or test cell back (``course restore``, ui/restore.py)."""
+    return f"course restore {notebook} --cell {cell_id}"
+
+
+# JupyterLab ignores typing in a cell that is ``editable: false`` without a word, so each locked and test
+# code cell of the released copy starts with this one line, saying so, why, and how to get it back.
+# Comparisons drop it (``without_lock_note``): a copy from before the note, or one whose note was
+# deleted, is intact, and the release record's digests are the same with or without it.
+LOCK_NOTE = "# Locked: the grader runs the course's own copy of this cell, so it takes no typing. Changed it? {command}"
+LOCK_NOTE_LINE = re.compile(r"# Locked: the grader runs the course's own copy of this cell[^\n]*"
+                            r"course restore \S+ --cell \S+[ \t]*(\r?\n|$)")
+
+
+def lock_note(notebook: str, cell_id: str) -> str:
+    """The first line of a released locked or test code cell of ``notebook`` (a file name)."""
+    return LOCK_NOTE.format(command=restore_command(notebook, cell_id))
+
+
+def without_lock_note(source: str) -> str:
+    """``source`` without the release's lock note when it starts with one (blank lines before it allowed)."""
+    stripped = source.lstrip("\r\n")
+    m = LOCK_NOTE_LINE.match(stripped)
+    return stripped[m.end():] if m else source
+
+
+SHOWN_NAME_CHARS = 60
+
+
+def shown_name(source: str) -> str:
+    """A cell as the student sees it in JupyterLab, which shows no ids or numbers: its first line that is
+    not blank (nor the lock note), clipped to ``SHOWN_NAME_CHARS``."""
+    first = next((line.strip() for line in without_lock_note(source).splitlines() if line.strip()), "")
+    if not first:
+        return "(an empty cell)"
+    return first if len(first) <= SHOWN_NAME_CHARS else first[:SHOWN_NAME_CHARS - 3].rstrip() + "..."
+
+
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 

@@ -5,7 +5,9 @@ format); its student copy is then a pure function of it: solution regions
 become a stub raising ``NotImplementedError`` (indentation and surrounding
 provided code kept), model answers become a prompt, hidden tests and rubrics
 are removed, outputs and execution counts are cleared, locked and test cells
-become read-only. A re-run is byte-identical, so ``course release --check``
+become read-only, and each locked or test code cell starts with a one-line note
+(``model.lock_note``) that says it is locked, why, and the command that puts it back:
+JupyterLab refuses typing in such a cell without a word. A re-run is byte-identical, so ``course release --check``
 can compare a fresh release in memory with what is on disk.
 
 Beside the copies, ``exercises/.release-record.json`` (``release_record``) keeps what a student's
@@ -40,6 +42,7 @@ from .model import (
     CellKind,
     Exercise,
     ExerciseFormatError,
+    lock_note,
     stub_line,
 )
 
@@ -95,6 +98,10 @@ def student_notebook(exercise: Exercise):
             if kind.read_only:
                 cell.metadata["editable"] = False
                 cell.metadata["deletable"] = False
+                # Lab says nothing when typing is refused: the cell says why (not above a cell magic,
+                # which must stay the cell's first line)
+                if cell.cell_type == "code" and not cell.source.lstrip().startswith("%%"):
+                    cell.source = lock_note(f"{exercise.name}.ipynb", model_cell.course_id) + "\n" + cell.source
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None

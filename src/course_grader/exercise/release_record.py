@@ -29,7 +29,7 @@ import nbformat
 
 from course_grader.intake.integrity import cell_digest
 
-from .model import Cell, CellKind, Exercise, ExerciseFormatError
+from .model import Cell, CellKind, Exercise, ExerciseFormatError, without_lock_note
 
 RECORD = ".release-record.json"
 SCHEMA = 1
@@ -199,7 +199,8 @@ def seeded_from_git(records: dict[str, ExerciseRecord], exercises_dir: Path) -> 
 
 def released_exercise(path: Path, record: ExerciseRecord) -> Exercise:
     """The ``Exercise`` of a released (student) notebook: its locked, setup, test, solution and answer
-    cells as released, and from ``record`` what it lacks (the hidden tests' ids and points)."""
+    cells as released (locked and test cells without their lock note, as the solutions have them), and
+    from ``record`` what it lacks (the hidden tests' ids and points)."""
     raw = Path(path).read_bytes()
     try:
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
@@ -215,7 +216,8 @@ def released_exercise(path: Path, record: ExerciseRecord) -> Exercise:
         if kind is CellKind.HIDDEN_TEST:
             raise ExerciseFormatError(f"{Path(path).name}: a released copy holds a hidden test ({meta.get('id')})")
         points = float(meta.get("points", 0.0)) if kind.has_points else 0.0
-        cells.append(Cell(position, cell.cell_type, cell.source, cell.get("id"), str(meta.get("id")), kind, points,
+        source = without_lock_note(cell.source) if kind.read_only else cell.source   # the cell as the grader has it
+        cells.append(Cell(position, cell.cell_type, source, cell.get("id"), str(meta.get("id")), kind, points,
                           "", meta.get("grader"), bool(meta.get("setup", False)), tuple(meta.get("allow", []))))
     name = Path(path).stem
     return Exercise(name, name[:4], Path(path), hashlib.sha256(raw).hexdigest(), tuple(cells), nb,

@@ -28,7 +28,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from course_grader.exercise.model import CellKind, Exercise
+from course_grader.exercise.model import CellKind, Exercise, restore_command, shown_name, without_lock_note
 from course_grader.harness.allowlist import strip_magics
 from course_grader.harness.parsing import parse
 from course_grader.status import CellRole
@@ -100,7 +100,7 @@ class Finding:
 class RunCell:
     """One cell of the notebook the feedback kernel runs."""
 
-    label: str       # "locked ex01-setup", "solution ex01-rewrite", "your cell #7"
+    label: str       # as the student sees the cell: 'your cell "x = torch.ones(3)"' (model.shown_name)
     source: str
     role: CellRole
     cell_id: str = ""    # what the sandbox calls it in its messages: the course id, or "#7"
@@ -124,8 +124,9 @@ class Checked:
 
 
 def normalized(text: str) -> str:
-    """Source compared modulo trailing spaces, line endings and blank edges."""
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").strip("\n").split("\n")).strip("\n")
+    """Source compared modulo trailing spaces, line endings, blank edges and the release's lock note."""
+    text = without_lock_note(text.replace("\r\n", "\n"))
+    return "\n".join(line.rstrip() for line in text.strip("\n").split("\n")).strip("\n")
 
 
 def cell_digest(cell_type: str, source: str) -> str:
@@ -196,18 +197,20 @@ def check(ex: Exercise, nb: dict) -> Checked:
             strict = src.kind is CellKind.TEST or src.cell_type == "code"
             sev = "flag" if strict else "notice"
             what = "test cell" if src.kind is CellKind.TEST else "locked cell"
+            back = f"`{restore_command(ex.name + '.ipynb', cid)}` puts it back"
             if n == 0 and _added_later(ex, cid):
                 add(Finding("notice", cid, f"{what} missing: it came in a later release (restored)"))
             elif n == 0:
-                add(Finding(sev, cid, f"{what} deleted (restored from the instructor's copy)"))
+                add(Finding(sev, cid, f"{what} deleted (the instructor's copy is used; {back})"))
             if n > 1:
-                add(Finding(sev, cid, f"{what} duplicated {n} times (the instructor's copy is used once)"))
+                add(Finding(sev, cid, f"{what} duplicated {n} times (the instructor's copy is used once; {back})"))
             if any(c.cell_type != src.cell_type for c in mine):
                 new_types = sorted({c.cell_type for c in mine if c.cell_type != src.cell_type})
-                add(Finding(sev, cid, f"{what} changed from {src.cell_type} to {', '.join(new_types)} (restored)"))
+                add(Finding(sev, cid, f"{what} changed from {src.cell_type} to {', '.join(new_types)} "
+                                      f"(the instructor's copy is used; {back})"))
             changed = [c for c in mine if normalized(c.source) != normalized(src.source)]
             if any(not _released_before(ex, cid, c) for c in changed):
-                add(Finding(sev, cid, f"{what} edited (the instructor's version is used instead)"))
+                add(Finding(sev, cid, f"{what} edited (the instructor's version is used instead; {back})"))
             elif changed:   # a copy from an earlier release: the course changed the cell since, not the student
                 add(Finding("notice", cid, f"{what} is an earlier release's version (the current one is used)"))
         elif src.kind is CellKind.SOLUTION:
@@ -254,18 +257,20 @@ def assemble(ex: Exercise, cells: list[_SubCell]) -> list[RunCell]:
 
     def add_followers(key) -> None:
         for c in followers.get(key, []):
-            run.append(RunCell(f"your cell #{c.position + 1}", c.source, CellRole.STUDENT, f"#{c.position + 1}"))
+            run.append(RunCell(f'your cell "{shown_name(c.source)}"', c.source, CellRole.STUDENT, f"#{c.position + 1}"))
 
     add_followers(None)
     for src in ex.cells:
         if not src.course_id:
             continue
         if src.kind is CellKind.LOCKED and src.cell_type == "code":
-            run.append(RunCell(f"locked {src.course_id}", src.source, CellRole.LOCKED, src.course_id))
+            run.append(RunCell(f'course cell "{shown_name(src.source)}"', src.source, CellRole.LOCKED,
+                               src.course_id))
         elif src.kind is CellKind.SOLUTION:
             code = [c for c in cells if c.course_id == src.course_id and c.cell_type == "code"]
             for c in code:
-                run.append(RunCell(f"solution {src.course_id}", c.source, CellRole.SOLUTION, src.course_id))
+                run.append(RunCell(f'your answer "{shown_name(c.source)}"', c.source, CellRole.SOLUTION,
+                                   src.course_id))
         add_followers(src.course_id)
     return run
 
