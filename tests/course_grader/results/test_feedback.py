@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 import pytest
 
 from course_grader.results.feedback import UnsafePath, page_path
@@ -98,10 +99,8 @@ def test_a_written_answer_shows_question_answer_score_and_comment(tmp_path, subm
 
         render_all(book, report.out_dir)
     page = (report.out_dir / "feedback" / "gil" / f"{ex.name}.html").read_text()
-    question_line = next(line for line in item["question"].splitlines() if len(line.strip()) > 10)
-    from markupsafe import escape
-
-    assert str(escape(question_line.strip())) in page
+    assert item["question"].startswith("**Question 1.**")
+    assert "<strong>Question 1.</strong>" in page and "**Question" not in page   # markdown, rendered
     assert "Because &lt;guards&gt; fail &amp; the graph recompiles." in page
     assert "Right idea." in page and f"1 / {item['points_possible']:g}" in page
 
@@ -167,3 +166,65 @@ def test_the_page_shows_the_cells_output_without_the_grader_frames(tmp_path, sub
     with __import__("course_grader.results.gradebook").results.gradebook.Gradebook(report.gradebook) as book:
         [row] = book.current()
         assert any("course_grader/sandbox" in c["output"] for c in book.cells(row["key"]))  # stored as it came
+
+
+def _page(report, student, name):
+    return (report.out_dir / "feedback" / student / f"{name}.html").read_text(encoding="utf-8")
+
+
+def test_written_answers_are_markdown_with_html_escaped_and_no_solution_markers(tmp_path, submission, grade_fake,
+                                                                               exercises):
+    ex = exercises["ex06"]
+    first, second = ex.answers[0].course_id, ex.answers[1].course_id
+    hostile = ('**Bold** and `code`.\n\n<script>alert(1)</script> <img src=x onerror=alert(2)>\n\n'
+               '![tracker](http://evil.example/t.png) [link](javascript:alert(3))')
+
+    def answer(nb):
+        for cell in nb.cells:
+            if cell.metadata.get("course", {}).get("id") == first:
+                cell.source = hostile
+
+    submission("ivy", "ex06", edit=answer)       # the other answers: the model's, markers and all
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    page = _page(report, "ivy", ex.name)
+    assert "<strong>Bold</strong> and <code>code</code>." in page
+    assert "<script" not in page and "<img" not in page and 'href="javascript' not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and 'src="http://evil.example' not in page
+    model = ex.cell(second).answer_region()
+    assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page
+    first_words = " ".join(model.split()[:4])
+    assert first_words in " ".join(page.split())
+    assert "Written answer 1" in page and f"{first} &middot;" not in page
+
+
+def test_cells_are_named_by_their_first_line_not_a_number(tmp_path, submission, grade_fake):
+    def own_cell(nb):
+        nb.cells.insert(3, nbformat.v4.new_code_cell("\n# trying it on zeros\nprint(1)"))
+
+    submission("jo", "ex01", edit=own_cell)
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    page = _page(report, "jo", "ex01_capture_boundary")
+    assert "your cell &#34;# trying it on zeros&#34;" in page
+    assert "course cell &#34;from compile_course import start; start()&#34;" in page
+    assert "#4" not in page and "cell #" not in page and "locked ex01-setup" not in page
+
+
+def test_the_class_index_shows_a_pending_review_as_pending(tmp_path, submission, grade_fake, exercises):
+    from course_grader.results.feedback import render_all
+    from course_grader.results.gradebook import Gradebook
+
+    for s in ("kim", "lou"):
+        submission(s, "ex06")
+    report = grade_fake(tmp_path / "subs", tmp_path / "out")
+    possible = exercises["ex06"].manual_points
+    index = (report.out_dir / "feedback" / "index.html").read_text(encoding="utf-8")
+    assert index.count(f"review pending</span> (out of {possible:g})") == 2 and f"0 / {possible:g}" not in index
+    assert "review pending" in _page(report, "kim", "ex06_check_understanding")
+    with Gradebook(report.gradebook) as book:
+        row = next(r for r in book.current() if r["student"] == "kim")
+        for a in book.answers(row["key"]):
+            book.set_review(row["key"], a["cell_id"], 0.0, "")
+        render_all(book, report.out_dir)
+    index = (report.out_dir / "feedback" / "index.html").read_text(encoding="utf-8")
+    assert index.count("review pending") == 1 and f"<td>0 / {possible:g}</td>" in index
+    assert f"<b>0 / {possible:g}</b>" in _page(report, "kim", "ex06_check_understanding")

@@ -21,7 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
+from course_grader.exercise.model import MARKERS
 from course_grader.intake.discover import STUDENT_ID
 
 from ..gradebook import Gradebook
@@ -75,12 +78,32 @@ class UnsafePath(ValueError):
     """A feedback path would not be a plain file inside the output folder."""
 
 
+SOLUTION_MARKER = re.compile(r"^[ \t]*(?:" + "|".join(re.escape(m) for m in MARKERS) + r")[ \t]*(?:\r?\n|$)"
+                             r"|(?:" + "|".join(re.escape(m) for m in MARKERS) + ")", re.MULTILINE)
+
+
+def without_markers(text: str) -> str:
+    """``text`` without the solution markers (``<!-- BEGIN SOLUTION -->``...): a model answer shown to a
+    student (the samples', a copy answered from the solutions) reads as an answer, not as its source."""
+    return SOLUTION_MARKER.sub("", text).strip("\n")
+
+
+def markdown_renderer() -> MarkdownIt:
+    """CommonMark with tables, for questions and written answers. Student text is hostile: raw HTML is
+    shown as text (``html=False``), images are not loaded (a remote image would tell a third party who
+    opened the page), and markdown-it's own link check refuses ``javascript:`` and the like."""
+    return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+
+
 def environment() -> Environment:
+    md = markdown_renderer()
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["num"] = lambda x: f"{x:g}"
     env.filters["clip"] = lambda s: s if len(s) <= MAX_SHOWN_CHARS else s[:MAX_SHOWN_CHARS] + "\n[... cut]"
     env.filters["date"] = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    env.filters["unmarked"] = without_markers
+    env.filters["markdown"] = lambda text: Markup(md.render(text))   # noqa: S704 - markdown-it escapes: html=False
     return env
 
 
@@ -144,9 +167,10 @@ def render_index(book: Gradebook, out_dir: Path, rows, title: str, env: Environm
     env = env or environment()
     students: dict[str, list] = {}
     for r in rows:
+        manual, reviewed = book.manual_score(r["key"])
         students.setdefault(r["student"], []).append(
-            {"row": r, "href": f"{r['student']}/{page_name(r)}.html",
-             "manual": book.manual_score(r["key"])[0]})
+            {"row": r, "href": f"{r['student']}/{page_name(r)}.html", "manual": manual,
+             "pending": bool(r["manual_possible"]) and not reviewed})
     text = env.get_template("index.html.j2").render(title=title, students=students)
     root = (Path(out_dir) / "feedback").resolve()
     return _write(root / "index.html", text)
