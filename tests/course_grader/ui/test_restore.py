@@ -16,7 +16,7 @@ from course_grader.intake.integrity import check, normalized
 from course_grader.ui import check as student
 from course_tools.cli import main as course_main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _by_id(nb) -> dict:
