@@ -35,6 +35,7 @@ from pathlib import Path
 from course_grader.sandbox.cgroups import RUN_PREFIX, CgroupPlan, RunCgroup, sweep_stale
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.proctree import tree_cpu_s
+from course_grader.sandbox.treewatch import NPROC_MARGIN
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, Confinement, FaultKind
 from course_grader.wire import protocol
@@ -53,9 +54,11 @@ from course_grader.wire.protocol import (
 )
 
 USERNS_NOTICE = ("not root: each run is confined in user namespaces (a read-only file system, hidden folders and "
-                 "your home covered, private /tmp, no network, no capabilities); this user has no cgroup, so CPU is "
-                 "read from the run's processes and capped by RLIMIT_CPU, memory by RLIMIT_AS, processes and threads "
-                 "by RLIMIT_NPROC ({processes}), and the PID namespace ends everything with the run")
+                 "your home covered, private /tmp, no network, no capabilities, a seccomp filter); this user has no "
+                 "cgroup, so the grader reads the run's process tree: its CPU, its memory (all its processes and its "
+                 "private /tmp together, {memory}) and its processes and threads ({processes}) are capped there, "
+                 "with RLIMIT_CPU, RLIMIT_AS and RLIMIT_NPROC as second lines; the PID namespace ends everything "
+                 "with the run")
 TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can take a minute
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
@@ -267,6 +270,9 @@ class Run:
         self.notices: list[str] = []
         self.raw_total, self.raw_pending = 0, bytearray()
         self.closed = False
+        # no memory or pids cgroup (an ordinary user): the grader watches the run's process tree instead
+        self.watch_memory = not host.plan.memory
+        self.watch_tasks = not host.plan.pids
         fds_to_close: list[int] = []
         try:
             if host.plan.memory or host.plan.pids or host.plan.cpu:
@@ -281,7 +287,7 @@ class Run:
             template = host.ensure_template()
             spawn = Spawn(
                 mode=mode, confinement=Confinement(host.confinement).value, uid=self.uid,
-                max_processes=self.limits.pids,
+                max_processes=self.limits.pids + (NPROC_MARGIN if self.watch_tasks else 0),
                 hide=[str(p) for p in host.hide], cover=[str(p) for p in host.cover], reveal=list(reveal),
                 reveal_from=list(reveal.values()),
                 cgroups=self.cgroup.join_paths if self.cgroup else [],
@@ -451,6 +457,8 @@ class Run:
         return line
 
     def _check_counters(self, oom0: int, pids0: int, where: str) -> None:
+        if (self.watch_memory or self.watch_tasks) and self.init_pid > 0:
+            self._check_tree(where)
         if not self.cgroup:
             return
         if self.cgroup.oom_kills() > oom0:
@@ -458,6 +466,24 @@ class Run:
             raise SandboxFault(FaultKind.MEMORY, f"your code used more than {_mb(self.limits.memory_bytes)} "
                                f"of memory in {where}")
         if self.cgroup.pids_refused() > pids0:
+            self.kill()
+            raise SandboxFault(FaultKind.PIDS, f"your code tried to run more than {self.limits.pids} processes "
+                               f"or threads at once in {where}")
+
+    def _check_tree(self, where: str) -> None:
+        """The memory and task caps of a run without those cgroups, read from its process tree."""
+        from course_grader.sandbox import treewatch
+        from course_grader.sandbox.confine import PRIVATE_DIRS
+
+        private = PRIVATE_DIRS if self.host.confinement is not Confinement.NONE else ()
+        used = treewatch.usage(self.init_pid, private)
+        if used is None:
+            return
+        if self.watch_memory and used.memory_bytes > self.limits.memory_bytes:
+            self.kill()
+            raise SandboxFault(FaultKind.MEMORY, f"your code used more than {_mb(self.limits.memory_bytes)} "
+                               f"of memory in {where}")
+        if self.watch_tasks and used.tasks > self.limits.pids:
             self.kill()
             raise SandboxFault(FaultKind.PIDS, f"your code tried to run more than {self.limits.pids} processes "
                                f"or threads at once in {where}")
@@ -611,7 +637,7 @@ class GradingHost:
                 # A run's uid outside is the grader's own: its home (other classes' gradebooks, hand-back
                 # folders, keys...) is covered; the checkout and Python, if they live there, are bound back.
                 self.cover = [Path(pwd.getpwuid(os.getuid()).pw_dir)]
-                self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids))
+                self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids, memory=_mb(self.limits.memory_bytes)))
             else:
                 self.notices.append("unconfined: runs keep the grader's uid and have no namespaces or cgroups")
             if self.compile_cache:

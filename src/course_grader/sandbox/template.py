@@ -34,7 +34,7 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 # that loaded a kernel built that header again, for one or two kernels. Runs build without it.
 os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
 
-from course_grader.sandbox import confine, kernel, measure  # noqa: E402  (loaded before any mount hides them)
+from course_grader.sandbox import confine, kernel, measure, syscall_filter  # noqa: E402  (loaded before any mount hides them)
 from course_grader.wire import protocol  # noqa: E402
 from course_grader.wire.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
 
@@ -44,7 +44,7 @@ STUDENT_MODULES = ["compile_course", "compile_course.comparison", "compile_cours
                    "compile_course.testing"]
 SPAWN_BYTES = 1 << 20            # one spawn request (a hide list of paths) fits easily
 PRELOAD = ["torch", "torch._dynamo", "torch._dynamo.testing", "torch._inductor.compile_fx",
-           "torch._inductor.codecache", "IPython.core.interactiveshell", "traitlets.config",
+           "torch._inductor.codecache", "IPython.core.interactiveshell", "traitlets.config", "pyseccomp",
            *STUDENT_MODULES]
 
 
@@ -150,7 +150,7 @@ def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
 
 
 def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
-    """Applies the last limits, drops privileges, then serves the run's requests."""
+    """Applies the last limits, drops privileges, loads the seccomp filter, then serves the run's requests."""
     confine.set_name(f"grader-{spawn.mode}")
     try:
         os.setsid()
@@ -170,6 +170,7 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         torch.set_num_threads(spawn.threads)
         confine.set_rlimits(spawn.cpu_s_total, spawn.file_bytes, spawn.open_files, spawn.memory_bytes or None)
         confine.drop_privileges(spawn.uid, spawn.confinement, spawn.max_processes)
+        syscall_filter.load()   # last: the steps above need unshare (a nested user namespace) and prctl
     except Exception as exc:
         os.write(2, f"course-grader: sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)

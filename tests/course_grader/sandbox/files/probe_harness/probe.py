@@ -33,3 +33,10 @@ def not_json(payload: dict) -> dict:
 
 def boom(payload: dict) -> dict:
     raise ValueError("line one\nline two")
+
+
+def run_code(payload: dict) -> dict:
+    """Run ``payload["code"]``, which leaves a dict of JSON primitives in ``result`` (a syscall probe)."""
+    namespace: dict = {}
+    exec(payload["code"], namespace)
+    return {"result": namespace["result"]}

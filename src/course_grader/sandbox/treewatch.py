@@ -1,0 +1,69 @@
+"""Memory and process caps per run where there is no cgroup, enforced from outside the run.
+
+An ordinary user has no cgroup of their own on many machines (cgroup v1, no systemd delegation:
+``systemd-run --user --scope`` needs a user manager, which this one does not have). Without one,
+``RLIMIT_AS`` caps each process and ``RLIMIT_NPROC`` the number of tasks, but not the run: two
+processes of one run held 5.2 GB against its 4 GB. So the grader reads the run's whole process
+tree, from its init down, every time it polls the run (``Run.request``, every 0.1 s):
+
+* **memory**: the sum of each process's private memory (``Private_Clean + Private_Dirty + Swap``
+  of ``/proc/PID/smaps_rollup``, psutil's ``uss`` and ``swap``) plus what the run's private tmpfs
+  folders hold (``statvfs`` through ``/proc/INIT/root``). Pages a process still shares with the
+  template (torch's imports, copied on write) are not the run's, as a memory cgroup would not
+  charge them to it either;
+* **tasks**: processes and their threads, init included, as the cgroup's ``pids.max`` counts.
+
+The run is ended when either passes its limit; the fault names it (``memory``, ``pids``) as the
+cgroup's counters would. ``RLIMIT_NPROC`` is set a little above the limit
+(:data:`NPROC_MARGIN`), so a fork bomb is seen here, and recorded, before the kernel refuses it;
+``RLIMIT_AS`` stays as the line that holds between two polls. A process that appears and exits
+between two polls is not seen; it cannot hold more than ``RLIMIT_AS`` meanwhile.
+Written by hand because no library watches a tree against a budget; psutil reads each process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import psutil
+
+from course_grader.sandbox.proctree import tree_pids
+
+NPROC_MARGIN = 16      # RLIMIT_NPROC = the pids limit + this: the watch ends a bomb before the kernel refuses it
+
+
+@dataclass(frozen=True)
+class TreeUsage:
+    tasks: int              # processes and threads of the run
+    memory_bytes: int       # private memory of its processes + its private tmpfs contents
+
+
+def tmpfs_bytes(init_pid: int, folders) -> int:
+    """Bytes held by the run's private tmpfs ``folders``, seen through its init's root."""
+    total = 0
+    for folder in folders:
+        try:
+            st = os.statvfs(f"/proc/{init_pid}/root{folder}")
+        except OSError:
+            continue
+        total += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return total
+
+
+def usage(init_pid: int, private_folders=()) -> TreeUsage | None:
+    """What the run below ``init_pid`` (a host pid) holds now; None when its init is gone."""
+    tasks = memory = 0
+    for pid in tree_pids(init_pid):
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                tasks += process.num_threads()
+                info = process.memory_full_info()
+            memory += info.uss + info.swap
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            if pid == init_pid:
+                return None
+        except psutil.AccessDenied:
+            continue     # a process that changed its credentials: its tasks still count toward RLIMIT_NPROC
+    return TreeUsage(tasks, memory + tmpfs_bytes(init_pid, private_folders))
