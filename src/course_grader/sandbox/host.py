@@ -72,10 +72,33 @@ def _checkout() -> Path:
     return ROOT
 
 
+def git_dirs(checkout: Path) -> list[Path]:
+    """Where the checkout's repository really is when ``.git`` is a file (``git worktree``, a submodule):
+    the folder that file names and the common folder that one shares (the main clone's ``.git``, which
+    holds every commit, solutions included). Empty when ``.git`` is a folder or absent."""
+    dot_git = checkout / ".git"
+    try:
+        head = dot_git.read_text(errors="replace").splitlines()[0] if dot_git.is_file() else ""
+    except (OSError, IndexError):
+        return []
+    if not head.startswith("gitdir:"):
+        return []
+    gitdir = (checkout / head[len("gitdir:"):].strip()).resolve()
+    found = [gitdir]
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+    except OSError:
+        common = None
+    if common is not None and common != gitdir:
+        found.append(common)
+    return found
+
+
 def default_hidden() -> list[Path]:
-    """Instructor folders of the checkout that no run ever sees."""
+    """Instructor folders of the checkout that no run ever sees (and its repository, wherever it is)."""
     root = _checkout()
-    return [root / "solutions", root / ".git", root / "build", root / "tests", root / "src" / "course_grader"]
+    return [root / "solutions", root / ".git", *git_dirs(root), root / "build", root / "tests",
+            root / "src" / "course_grader"]
 
 
 def harness_dir() -> Path:
@@ -475,7 +498,7 @@ class Run:
         from course_grader.sandbox import treewatch
         from course_grader.sandbox.confine import PRIVATE_DIRS
 
-        private = PRIVATE_DIRS if self.host.confinement is not Confinement.NONE else ()
+        private = PRIVATE_DIRS if self.host.confinement != Confinement.NONE else ()   # a str compares too
         used = treewatch.usage(self.init_pid, private)
         if used is None:
             return

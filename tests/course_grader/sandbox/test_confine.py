@@ -86,3 +86,18 @@ def test_reveal_binds_a_folder_read_only_inside_a_hidden_one(tmp_path):
                           probe)
     assert reply["pkg"] == ["harness"] and reply["harness"] == ["probe.py"] and reply["writable"] is False
     assert (package / "secret.py").read_text() == "hidden" and not (package / "harness" / "new.py").exists()
+
+
+def test_a_worktree_checkouts_repository_is_hidden_wherever_it_is(tmp_path):
+    """``git worktree``: .git is a file naming a folder in the main clone's .git, which holds every commit."""
+    from course_grader.sandbox.host import git_dirs
+
+    main_git = tmp_path / "main" / ".git"
+    (main_git / "worktrees" / "wt").mkdir(parents=True)
+    (main_git / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    checkout = tmp_path / "wt"
+    checkout.mkdir()
+    (checkout / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'wt'}\n")
+    assert git_dirs(checkout) == [(main_git / "worktrees" / "wt").resolve(), main_git.resolve()]
+    (tmp_path / "plain" / ".git").mkdir(parents=True)
+    assert git_dirs(tmp_path / "plain") == []

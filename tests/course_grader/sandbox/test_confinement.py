@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from course_grader.sandbox import GradingHost
+from course_grader.sandbox.host import git_dirs
 from course_grader.status import CellStatus
 
 from sandbox_probes import needs_confinement, processes_with, run_uids, runs_alive, small_limits
@@ -96,13 +97,15 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(hiding_host):
     probe = ("import os\n"
              "for p in PATHS:\n"
              "    try:\n"
-             "        print(p, sorted(os.listdir(p)))\n"
+             "        print(p, sorted(os.listdir(p)) if os.path.isdir(p) else repr(open(p).read()))\n"   # a covered file: /dev/null
              "    except OSError as e:\n"
              "        print(p, type(e).__name__)\n"
              f"print(not os.path.exists('{gradebook}') or open('{gradebook}').read() == '')\n"
              "import compile_course.comparison\n"
              "print('compile_course ok')")
-    hidden = [ROOT / "solutions", ROOT / "tests", ROOT / ".git", ROOT / "build", ROOT / "src" / "course_grader", secret]
+    # In a git worktree .git is a file naming the repository elsewhere (the main clone's .git): covered too.
+    hidden = [ROOT / "solutions", ROOT / "tests", ROOT / ".git", *git_dirs(ROOT), ROOT / "build",
+              ROOT / "src" / "course_grader", secret]
     with host.notebook_kernel() as kernel:
         out = kernel.run_cell(f"PATHS = {[str(p) for p in hidden]!r}\n" + probe).output
         covered = kernel.run_cell(f"print(repr(open('{PUBLIC_FILE}').read()))").output
@@ -110,8 +113,11 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(hiding_host):
     for path, line in zip(hidden, lines, strict=False):  # more lines follow the hidden paths
         # A folder absent on the host (build/ in a fresh clone) is absent inside too; under /tmp
         # (pytest's tmp_path) a hidden folder is not even there: /tmp itself is private.
-        absent = not path.exists() or str(path).startswith("/tmp/")
-        assert line == f"{path} []" or (absent and line == f"{path} FileNotFoundError"), line
+        # inside another hidden folder (a worktree's folder in the main clone's .git) it is absent too.
+        absent = (not path.exists() or str(path).startswith("/tmp/")
+                  or any(other in path.parents for other in hidden))
+        empty = f"{path} ''" if path.is_file() else f"{path} []"   # a hidden file reads as empty (/dev/null)
+        assert line == empty or (absent and line == f"{path} FileNotFoundError"), line
     assert lines[len(hidden)] == "True"                  # the gradebook file reads as empty
     assert lines[-1] == "compile_course ok"
     assert covered == "''\n"
