@@ -2,7 +2,13 @@
 
 ``course submit`` hands in what is saved on disk. A change still in the browser (typed, not yet
 saved) is not on disk, and nothing outside the browser can see it: without real-time
-collaboration, the document model lives in the browser only. What a Jupyter server does know is
+collaboration, the document model lives in the browser only. Its "unsaved" flag is JupyterLab's
+``DocumentRegistry.IModel.dirty``, a property of the model in the page; jupyter_server's REST API
+(``/api/contents``, ``/api/sessions``) has no dirty state and no unsaved content. Only
+jupyter-collaboration (``jupyter_server_ydoc``, not among the course's pins) keeps a live model
+in the server, as a Y document reached over its websocket rooms, and it saves every change to disk
+itself. So ``course submit`` cannot compare with a live model, and says plainly that it cannot see
+unsaved changes. What a Jupyter server does know is
 which notebooks have a session (open, with a kernel). This module asks every server of this user
 that is running on this machine (``jupyter_server.serverapp.list_running_servers``, the runtime
 folder's ``jpserver-*.json`` files) for its sessions, and returns those that hold the file. Every

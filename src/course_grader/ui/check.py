@@ -427,9 +427,14 @@ def submit_main(argv: list[str] | None = None) -> int:
     return _write_handin(args.file, insp, target)
 
 
+CANNOT_SEE_UNSAVED = ("course submit cannot see changes that are not saved: it hands in the file on disk, and "
+                      "an editor keeps unsaved typing to itself")
+
+
 def say_what_is_saved(path: Path) -> None:
-    """What is handed in is what is saved on disk: say when that was, and whether the notebook is open in
-    JupyterLab, where changes not yet saved would be left out."""
+    """What is handed in is what is saved on disk: say when that was, and say plainly that changes not yet
+    saved cannot be seen (no Jupyter server of the course holds a live model to compare with:
+    :mod:`course_grader.intake.open_notebooks`); name the servers that have the notebook open."""
     from datetime import datetime
 
     from course_grader.intake.open_notebooks import open_in
@@ -437,10 +442,15 @@ def say_what_is_saved(path: Path) -> None:
     saved = datetime.fromtimestamp(path.stat().st_mtime)
     minutes = max(0, int((datetime.now() - saved).total_seconds() // 60))
     say(f"handing in {path} as saved on disk at {saved:%Y-%m-%d %H:%M} ({minutes} min ago)")
-    for url in open_in(path):
-        say(f"note: this notebook is open in the Jupyter server at {url}: anything typed there since the last "
-            "save is not handed in. Save it (Ctrl+S, or File > Save Notebook) and run course submit again if "
-            "you changed it")
+    servers = open_in(path)
+    for url in servers:
+        say(f"note: this notebook is open in the Jupyter server at {url}. {CANNOT_SEE_UNSAVED} (JupyterLab keeps "
+            "them in the browser, and the server has no copy to compare). If its tab shows a dot instead of an x, "
+            "or you typed since the last save, save it (Ctrl+S, or File > Save Notebook) and run course submit "
+            "again: anything typed since the last save is not handed in")
+    if not servers:
+        say(f"note: {CANNOT_SEE_UNSAVED}. If this notebook is open anywhere (JupyterLab, Colab, VS Code), save it "
+            "there first and run course submit again")
 
 
 def _write_handin(source: Path, insp: Inspection, target: Path) -> int:

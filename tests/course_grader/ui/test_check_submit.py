@@ -257,9 +257,13 @@ def test_submit_says_when_the_notebook_is_open_in_jupyterlab(tmp_path, tmp_path_
     assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
     first = capsys.readouterr().out
     assert "as saved on disk at" in first and "is open in the Jupyter server" not in first
+    assert "course submit cannot see changes that are not saved" in first   # plainly, with no server either
+    assert "save it there first and run course submit again" in first
     with jupyter_server(tmp_path / "work", state) as server:
         server.api("POST", "/api/sessions", json={"path": "exercises/ex02_diagnose.ipynb", "type": "notebook",
                                                   "name": "ex02_diagnose.ipynb", "kernel": {"name": "python3"}})
         assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
         out = capsys.readouterr().out
     assert f"is open in the Jupyter server at {server.url}" in out and "not handed in" in out, out
+    assert "course submit cannot see changes that are not saved" in out and "no copy to compare" in out, out
+    assert out.count("cannot see changes") == 1, out
