@@ -5,8 +5,17 @@ BIN    := $(VENV)/bin
 # The interpreter the venv is made from: CPython 3.11.2 to 3.13, checked before pip starts
 # (src/course_tools/interpreter.py). Not given: the one the existing venv was made from, else
 # python3.11 or python3 on PATH. A venv is never reused across interpreters: make clean-venv first.
+DEFAULT_PYTHON = $(shell test -x $(BIN)/python && echo $(BIN)/python || command -v python3.11 || command -v python3)
+# `make drift PYTHON=...`: there PYTHON is the other interpreter the course is re-run on (DRIFT_PYTHON),
+# and .venv, the reference, keeps the interpreter it was made from.
+ifneq ($(filter drift,$(MAKECMDGOALS)),)
+ifneq ($(filter command line environment environment override,$(origin PYTHON)),)
+DRIFT_PYTHON := $(PYTHON)
+override PYTHON := $(DEFAULT_PYTHON)
+endif
+endif
 ifeq ($(origin PYTHON),undefined)
-PYTHON := $(shell test -x $(BIN)/python && echo $(BIN)/python || command -v python3.11 || command -v python3)
+PYTHON := $(DEFAULT_PYTHON)
 endif
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
@@ -129,11 +138,14 @@ site: $(STAMP)
 outputs: $(STAMP)
 	$(BIN)/course execute notebooks/*.ipynb solutions/*.ipynb
 
-## drift: re-run every notebook and solution under another torch and report what changed, e.g.
+## drift: re-run every notebook and solution under another torch, or another Python, and report what changed, e.g.
 ##        make drift TORCH=2.13.0   or   make drift TORCH=path/to/torch-X.whl   (report: build/drift/report.html)
+##        make drift PYTHON=/root/.pyenv/versions/3.12.1/bin/python3   (its venv: ~/.cache/compile-course/drift/;
+##        .venv stays the reference); TORCH= and PYTHON= together: that torch on that Python
 drift: $(STAMP)
-	@test -n "$(TORCH)" || { echo "usage: make drift TORCH=<torch version or wheel path>"; exit 2; }
-	$(BIN)/course drift --torch "$(TORCH)" --jobs $(JOBS)
+	@test -n "$(TORCH)$(DRIFT_PYTHON)" || { echo "usage: make drift TORCH=<torch version or wheel path> and/or \
+	PYTHON=<another interpreter>"; exit 2; }
+	$(BIN)/course drift $(if $(TORCH),--torch "$(TORCH)") $(if $(DRIFT_PYTHON),--python "$(DRIFT_PYTHON)") --jobs $(JOBS)
 
 ## release: regenerate exercises/ from solutions/
 release: $(STAMP)

@@ -13,7 +13,7 @@
   course submit FILE --student ID   write the hand-in file handin/ID__exNN_slug.ipynb the grader expects
   course submit FILE                on the class's hub: hand in through its exchange (docs/exchange.md)
   course collect | return | feedback | handins | deadlines    the hub exchange's commands (docs/exchange.md)
-  course drift --torch V      re-run the course under another torch, report what changed
+  course drift --torch V | --python P   re-run the course under another torch or Python, report what changed
 """
 
 from __future__ import annotations
@@ -271,7 +271,8 @@ def _dispatch(argv: list[str]) -> int:
                    help="start a new exercise's solution notebook (course new-exercise exNN slug TITLE)")
     sub.add_parser("lab", help="JupyterLab on your workspace, opened at lesson 01 (course lab [jupyter lab args])")
     sub.add_parser("drift",
-                   help="re-run the course under another torch and report what changed (see course drift --help)")
+                   help="re-run the course under another torch or Python and report what changed "
+                        "(see course drift --help)")
     args = parser.parse_args(argv)
     return args.func(args)
 

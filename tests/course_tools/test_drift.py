@@ -71,7 +71,7 @@ def test_version_lines_are_separated_from_a_behaviour_change(pinned_and_older):
     assert kinds == {1: ChangeKind.VERSION_REPORT, 2: ChangeKind.VERSION_REPORT,
                      3: ChangeKind.BEHAVIOUR, 5: ChangeKind.VERSION_REPORT}
     reasons = {c.cell: c.reason for c in result.changes}
-    assert reasons[1] == "only lines that name a torch build were added or removed"
+    assert reasons[1] == "only lines that name a build were added or removed"
     assert reasons[2] == "equal once the builds' versions are masked"
     assert reasons[5] == "tagged version-report"
     behaviour = next(c for c in result.changes if c.cell == 3)
@@ -201,3 +201,111 @@ def test_the_table_shows_the_line_that_changed_not_a_re_padded_one():
     assert _changed_lines(diff).splitlines() == ["-bool   | both raise NotImplementedError | ok",
                                                  "+bool   | both raise RuntimeError | ok",
                                                  "... 4 more changed line(s)"]
+
+
+def test_a_python_version_is_masked_like_a_torch_version():
+    """The same torch on another Python: start()'s line and the boundary table's rows only report the build."""
+    on_311 = BuildFacts(version="2.14.1+cu130", python="3.11.7")
+    on_312 = BuildFacts(version="2.14.1+cu130", python="3.12.1")
+    stored = new_notebook(cells=[code([stdout("torch 2.14.1 | python 3.11 | cpu\n")]),
+                                 code([stdout("python (full) 3.11.7\nsite  /venv/lib/python3.11/site-packages\n")]),
+                                 code([stdout("python 3.11: 2 graph breaks\n")])])
+    rerun = new_notebook(cells=[code([stdout("torch 2.14.1 | python 3.12 | cpu\n")]),
+                                code([stdout("python (full) 3.12.1\nsite  /venv/lib/python3.12/site-packages\n")]),
+                                code([stdout("python 3.12: 3 graph breaks\n")])])
+    result = compare_notebooks("nb", stored, rerun, [on_311, on_312], pin="2.14.1")
+    assert {c.cell: c.kind for c in result.changes} == {0: ChangeKind.VERSION_REPORT, 1: ChangeKind.VERSION_REPORT,
+                                                        2: ChangeKind.BEHAVIOUR}
+    assert on_312.name() == "torch 2.14.1+cu130 on Python 3.12.1" and OLDER.name() == "torch 2.13.0+cpu"
+
+
+def test_the_report_names_the_python_of_each_build(pinned_and_older, tmp_path):
+    stored, rerun = pinned_and_older
+    results = [compare_notebooks("notebooks/01_x.ipynb", stored, rerun, [PINNED, OLDER], pin="2.14.1")]
+    reference = BuildFacts(version="2.14.1+cu130", python="3.11.7")
+    candidate = BuildFacts(version="2.14.1+cu130", python="3.12.1")
+    write_json(results, tmp_path / "report.json", reference, candidate)
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert (data["reference_python"], data["candidate_python"]) == ("3.11.7", "3.12.1")
+    assert data["candidate_torch"] == "2.14.1+cu130" and data["candidate"] == "torch 2.14.1+cu130 on Python 3.12.1"
+    write_html(results, tmp_path / "report.html", reference, candidate)
+    page = (tmp_path / "report.html").read_text()
+    assert "<h1>What changes under torch 2.14.1+cu130 on Python 3.12.1</h1>" in page
+    assert "torch 2.14.1+cu130 on Python 3.12.1 vs torch 2.14.1+cu130 on Python 3.11.7: 4 of 6" in page
+
+
+def test_a_drift_venv_from_another_python_lives_outside_the_checkout_with_the_whole_lock(tmp_path, monkeypatch):
+    import subprocess
+
+    import course_tools.drift.environment as environment
+    from compile_course.paths import REQUIREMENTS, ROOT
+
+    commands = []
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(environment, "python_facts", lambda python: ("CPython", "3.12.1", "/opt/py312"))
+    monkeypatch.setattr(environment, "_run", lambda command, what: commands.append([str(c) for c in command]))
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=f"{site}\n"))
+    venv, label = environment.build_venv(None, "/opt/py312/bin/python3")
+    assert label == "python-3.12.1" and venv == tmp_path / "cache" / "compile-course" / "drift" / "venv-python-3.12.1"
+    assert not venv.is_relative_to(ROOT)
+    assert commands[0] == ["/opt/py312/bin/python3", "-m", "venv", str(venv)]      # made by that interpreter
+    assert commands[1][-1].startswith("pip==")                                      # the course's pip
+    install = commands[-1]
+    assert install[-4] == "-r" and install[-2] == "-c" and not any(c.startswith("torch==") for c in install)
+    assert (venv / "requirements-other.txt").read_text() == REQUIREMENTS.read_text()  # the pinned torch with it
+    assert (venv / "constraints-other.txt").read_text() == environment.LOCK.read_text()  # the whole lock
+    assert (venv / ".drift-installed").read_text().startswith("CPython 3.12.1 /opt/py312\n")
+    assert (site / "compile_course_checkout.pth").read_text().strip().endswith("src")
+    commands.clear()
+    assert environment.build_venv(None, "/opt/py312/bin/python3") == (venv, label) and commands == []   # reused
+    venv, label = environment.build_venv("2.13.0", "/opt/py312/bin/python3")
+    assert label == "python-3.12.1-torch-2.13.0" and commands[-1][-5:-3] == ["torch==2.13.0", "-r"]
+
+
+def test_an_interpreter_the_set_up_refuses_is_refused_before_pip(tmp_path, monkeypatch, capsys):
+    import sys
+
+    import course_tools.drift.cli as cli
+    import course_tools.drift.environment as environment
+
+    fake = tmp_path / "python3.10"   # answers like a Python 3.10 would: the set-up's check refuses it
+    fake.write_text("#!/bin/sh\nif [ \"$1\" = -c ]; then echo 'CPython 3.10.13 /opt/py310'; exit 0; fi\n"
+                    "echo 'set-up: /opt/py310/bin/python3 (3.10.13) will not do: it is Python 3.10.13; "
+                    "the course supports CPython 3.11.2 to 3.13' >&2; exit 2\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(environment, "_run", lambda command, what: pytest.fail(f"ran {command}"))
+    with pytest.raises(environment.InterpreterRefused, match="the course supports CPython 3.11.2 to 3.13"):
+        environment.python_facts(str(fake))
+    assert cli.main(["--python", str(fake)]) == 2
+    assert "course drift: set-up:" in capsys.readouterr().err
+    assert environment.python_facts(sys.executable)[1] == __import__("platform").python_version()
+    with pytest.raises(environment.InterpreterRefused, match="does not run"):
+        environment.python_facts(str(tmp_path / "no-such-python"))
+    with pytest.raises(SystemExit) as usage:
+        cli.main([])
+    assert usage.value.code == 2
+
+
+@pytest.mark.skipif(__import__("shutil").which("make") is None, reason="make is not installed")
+def test_make_drift_python_re_runs_on_that_python_and_keeps_the_venv_s_own(tmp_path):
+    """`make drift PYTHON=X`: X goes to course drift --python; .venv, the reference, is checked with its own Python."""
+    import subprocess
+
+    from compile_course.paths import ROOT
+
+    other = "/opt/py312/bin/python3"
+    done = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", "-n", "-o", ".venv/.installed",
+                           "drift", "python-check", f"PYTHON={other}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.endswith(f'course drift  --python "{other}" --jobs 2') for line in lines), done.stdout
+    check = next(line for line in lines if "interpreter.py --venv" in line)
+    assert not check.startswith(other)
+    both = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", "-n", "-o", ".venv/.installed",
+                           "drift", f"PYTHON={other}", "TORCH=2.13.0"], capture_output=True, text=True).stdout
+    assert f'course drift --torch "2.13.0" --python "{other}" --jobs 2' in both
+    none = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", "-o", ".venv/.installed", "drift"],
+                          capture_output=True, text=True)
+    assert none.returncode != 0 and "PYTHON=<another interpreter>" in none.stdout

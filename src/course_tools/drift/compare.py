@@ -1,4 +1,4 @@
-"""Which compared cells changed between the stored outputs and a run under another torch.
+"""Which compared cells changed between the stored outputs and a run under another torch or Python.
 
 "Compared" means what ``pytest --nbval`` compares: a code cell that was executed
 in the stored notebook and is not tagged (or commented) to skip or to ignore its
@@ -9,7 +9,8 @@ A changed cell is classified as:
 
 - ``version-report``: the cell is tagged ``version-report``, or, once each build's
   own version facts (torch's version with and without its local suffix, its git
-  commit, its CUDA version) and the course's torch pin are replaced by one
+  commit, its CUDA version; Python's version, ``3.12.1`` and ``3.12``, and its
+  ``python3.12``/``cp312`` names) and the course's torch pin are replaced by one
   placeholder, the outputs are equal except for whole lines added or removed
   that themselves name a build (``start()``'s warning that the outputs were
   recorded with another torch is such a line). Such a cell only reports which
@@ -30,7 +31,7 @@ from nbval.plugin import coalesce_streams, find_comment_markers, find_metadata_t
 from ..notebooks.normalize import sanitize_rules, sanitize_text
 
 VERSION_TAG = "version-report"
-VERSION_PLACEHOLDER = "<torch build>"
+VERSION_PLACEHOLDER = "<build>"
 # The keys nbval 0.11 leaves out of a comparison (its IPyNbFile.skip_compare without nbdime).
 SKIPPED_KEYS = frozenset({"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
                           "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"})
@@ -43,11 +44,16 @@ class ChangeKind(StrEnum):
 
 @dataclass
 class BuildFacts:
-    """What identifies one torch build in printed output."""
+    """What identifies one build (a torch on a Python) in printed output."""
 
     version: str                      # torch.__version__, e.g. 2.14.1+cu130
     git_version: str = ""             # torch.version.git_version
     cuda: str | None = None           # torch.version.cuda
+    python: str = ""                  # platform.python_version(), e.g. 3.12.1
+
+    def name(self) -> str:
+        """``torch 2.14.1+cu130`` and, when known, ``on Python 3.12.1``: the build as the report names it."""
+        return f"torch {self.version}" + (f" on Python {self.python}" if self.python else "")
 
     def strings(self) -> list[str]:
         found = {self.version, self.version.split("+")[0]}
@@ -55,6 +61,9 @@ class BuildFacts:
             found |= {self.git_version, self.git_version[:12], self.git_version[:7]}
         if self.cuda:
             found.add(self.cuda)
+        if self.python:
+            major, minor = self.python.split(".")[:2]
+            found |= {self.python, f"{major}.{minor}", f"python{major}.{minor}", f"cp{major}{minor}"}
         return sorted((s for s in found if s), key=len, reverse=True)
 
 
@@ -132,7 +141,7 @@ def classify(cell, before: list[str], after: list[str], builds: list[BuildFacts]
     edits = [op for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
     if all(tag in ("insert", "delete") and all(VERSION_PLACEHOLDER in line for line in old[i1:i2] + new[j1:j2])
            for tag, i1, i2, j1, j2 in edits):
-        return ChangeKind.VERSION_REPORT, "only lines that name a torch build were added or removed"
+        return ChangeKind.VERSION_REPORT, "only lines that name a build were added or removed"
     return ChangeKind.BEHAVIOUR, "outputs differ beyond version strings"
 
 

@@ -11,7 +11,14 @@ import json
 import re
 from pathlib import Path
 
-from .compare import ChangeKind, NotebookResult
+from .compare import BuildFacts, ChangeKind, NotebookResult
+
+Build = BuildFacts | str   # a build, or a torch version alone
+
+
+def _name(build: Build) -> str:
+    """``torch 2.14.1+cu130``, or ``torch 2.14.1+cu130 on Python 3.12.1`` when the Python is known."""
+    return build.name() if isinstance(build, BuildFacts) else f"torch {build}"
 
 KIND_ORDER = {ChangeKind.BEHAVIOUR: 0, ChangeKind.VERSION_REPORT: 1}
 
@@ -29,13 +36,14 @@ def totals(results: list[NotebookResult]) -> dict:
     }
 
 
-def headline(summary: dict, reference: str, candidate: str) -> str:
-    return (f"torch {candidate} vs torch {reference}: {summary['changed_cells']} of "
+def headline(summary: dict, reference: Build, candidate: Build) -> str:
+    return (f"{_name(candidate)} vs {_name(reference)}: {summary['changed_cells']} of "
             f"{summary['compared_cells']} compared cells changed; {summary['version_report']} only report the "
             f"version, {summary['behaviour']} are behaviour changes"
             + (f"; {len(summary['failed_notebooks'])} notebook(s) could not be compared"
                if summary["failed_notebooks"] else "")
-            + (f". Separately, {summary['stale_cells']} stored output(s) differ from a re-run under the pinned torch: "
+            + (f". Separately, {summary['stale_cells']} stored output(s) differ from the reference run "
+               f"({_name(reference)}): "
                "they are out of date (make outputs)" if summary["stale_cells"] else ""))
 
 
@@ -60,14 +68,14 @@ def _ordered(results: list[NotebookResult]):
     return sorted(changes, key=lambda c: (KIND_ORDER[c.kind], c.notebook, c.cell))
 
 
-def print_table(results: list[NotebookResult], reference: str, candidate: str) -> None:
+def print_table(results: list[NotebookResult], reference: Build, candidate: Build) -> None:
     """The changed cells, behaviour changes first; rich sizes the table to the terminal."""
     from rich.table import Table
 
     from course_grader.ui.terminal import console as terminal_console
 
     console = terminal_console()
-    table = Table(title=f"Compared cells that changed under torch {candidate}", title_justify="left")
+    table = Table(title=f"Compared cells that changed under {_name(candidate)}", title_justify="left")
     table.add_column("kind", no_wrap=True)
     table.add_column("cell", overflow="fold", ratio=1)
     table.add_column("what changed (first lines of the diff)", overflow="fold", ratio=4)
@@ -82,8 +90,12 @@ def print_table(results: list[NotebookResult], reference: str, candidate: str) -
     console.print(headline(totals(results), reference, candidate))
 
 
-def write_json(results: list[NotebookResult], path: Path, reference: str, candidate: str) -> None:
-    data = {"reference_torch": reference, "candidate_torch": candidate, "summary": totals(results),
+def write_json(results: list[NotebookResult], path: Path, reference: Build, candidate: Build) -> None:
+    facts = {}
+    for role, build in (("reference", reference), ("candidate", candidate)):
+        facts[f"{role}_torch"] = build.version if isinstance(build, BuildFacts) else build
+        facts[f"{role}_python"] = build.python if isinstance(build, BuildFacts) else ""
+    data = {**facts, "reference": _name(reference), "candidate": _name(candidate), "summary": totals(results),
             "notebooks": [r.to_dict() for r in results]}
     path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
 
@@ -107,8 +119,10 @@ def _diff_html(diff: str) -> str:
     return "<pre>" + "\n".join(out) + "</pre>"
 
 
-def write_html(results: list[NotebookResult], path: Path, reference: str, candidate: str) -> None:
+def write_html(results: list[NotebookResult], path: Path, reference: Build, candidate: Build) -> None:
     summary = totals(results)
+    said = headline(summary, reference, candidate)
+    reference, candidate = _name(reference), _name(candidate)
     rows = []
     for change in _ordered(results):
         rows.append(
@@ -128,15 +142,17 @@ def write_html(results: list[NotebookResult], path: Path, reference: str, candid
         f"<td>{sum(c.kind == ChangeKind.BEHAVIOUR for c in r.changes)}</td>"
         f"<td>{len(r.stale)}</td><td>{html.escape(r.error)}</td></tr>" for r in results)
     page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Torch drift report: {html.escape(candidate)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>Drift report: {html.escape(candidate)}</title>
 <style>{CSS}</style></head><body>
-<h1>What changes under torch {html.escape(candidate)}</h1>
-<p>{html.escape(headline(summary, reference, candidate))}.</p>
-<p>Every notebook in <code>notebooks/</code> and <code>solutions/</code> was re-executed in a venv with torch
+<h1>What changes under {html.escape(candidate)}</h1>
+<p>{html.escape(said)}.</p>
+<p>Every notebook in <code>notebooks/</code> and <code>solutions/</code> was re-executed in a venv with
 {html.escape(candidate)} and the course's other pins, and compared the way <code>pytest --nbval</code> compares
-them with a re-run under the pinned torch {html.escape(reference)} (or, with <code>--against-stored</code>, with the
-stored outputs). A <em>version-report</em> cell only prints which build ran: it is tagged
-<code>version-report</code>, or its outputs are equal once each build's version, commit and CUDA strings are masked,
+them with a re-run under {html.escape(reference)}, the course's own venv (or, with
+<code>--against-stored</code>, with the stored outputs). A <em>version-report</em> cell only prints which build ran:
+it is tagged
+<code>version-report</code>, or its outputs are equal once each build's torch version, commit and CUDA strings and
+its Python version are masked,
 except for whole lines added or removed that themselves name a build (such as a warning that the outputs were
 recorded with another torch). Every other difference is a <em>behaviour</em> change, listed first.</p>
 <h2>Per notebook</h2>
@@ -144,7 +160,7 @@ recorded with another torch). Every other difference is a <em>behaviour</em> cha
 <th>stored outputs out of date</th><th>not compared because</th></tr>
 {per_notebook}</table>
 <h2>Changed cells</h2>
-<table><tr><th>kind</th><th>where</th><th>diff (before: torch {html.escape(reference)}, after: torch
+<table><tr><th>kind</th><th>where</th><th>diff (before: {html.escape(reference)}, after:
 {html.escape(candidate)}; sanitized as nbval compares)</th></tr>
 {"".join(rows) or '<tr><td colspan="3">no compared cell changed</td></tr>'}</table>
 </body></html>
