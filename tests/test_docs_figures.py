@@ -49,3 +49,47 @@ def test_the_readme_names_the_number_of_lessons():
     named = [WORDS.get(w.lower(), int(w) if w.isdigit() else None) for w in stated]
     named = [n for n in named if n is not None]
     assert named and set(named) == {lessons}, (stated, lessons)
+
+
+def lesson_links() -> dict[str, set[str]]:
+    """``{lesson notebook: exercises its markdown links to}``."""
+    found = {}
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        found[path.name] = set(re.findall(r"\]\(\.\./exercises/(ex\d\d_\w+)\.ipynb\)", text))
+    return found
+
+
+def test_every_exercise_is_linked_from_a_lesson_and_from_lesson_01s_table():
+    """A student finds each exercise from the lesson it follows and from the course's table of contents."""
+    links = lesson_links()
+    from_lessons = set().union(*(names for lesson, names in links.items() if not lesson.startswith("01_")))
+    assert [e for e in exercises() if e not in from_lessons] == [], "exercises no lesson after 01 links to"
+    lesson_01 = json.loads((ROOT / "notebooks" / "01_lesson_goals.ipynb").read_text(encoding="utf-8"))["cells"]
+    table = next("".join(c["source"]) for c in lesson_01 if "".join(c["source"]).startswith("## The lessons"))
+    listed = set(re.findall(r"\]\(\.\./exercises/(ex\d\d_\w+)\.ipynb\)", table))
+    assert [e for e in exercises() if e not in listed] == [], "exercises missing from lesson 01's table"
+    assert listed <= set(exercises()) and set().union(*links.values()) <= set(exercises()), "a link to no exercise"
+
+
+def test_the_authoring_guide_names_every_field_of_the_records():
+    """docs/authoring.md documents the test API's records field by field (a new field fails here until it does)."""
+    import dataclasses
+    import inspect
+
+    from compile_course import primitives, testing
+
+    guide = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
+    wanted = {f"`.{f.name}`" for record in (primitives.Run, primitives.CallResult, primitives.Break,
+                                             primitives.Timing) for f in dataclasses.fields(record)}
+    wanted |= {f'"{key}"' for key in primitives.COMPILE_STATS}                   # CallResult.compiled
+    wanted |= {'`"args"`', '`"kwargs"`', '`"grad_enabled"`'}                     # a spied call (read_spy_calls)
+    wanted |= {'"dtype"', '"shape"', '"requires_grad"', '"marks"'}               # a spied tensor
+    wanted |= {"`dynamic`", "`maybe_dynamic`", "`static`", "`unbacked`"}         # its marks (tensor_marks)
+    for method in (testing.Namespace.compile, testing.Namespace.compile_each):
+        wanted |= {f"{name}=" for name in inspect.signature(method).parameters if name not in ("self", "name", "calls")}
+    missing = sorted(w for w in wanted if w not in guide)
+    assert missing == [], f"docs/authoring.md does not name: {missing}"
+    assert "a number (an `int`, not a list)" in guide                           # .frames
+    assert "**`like=`**" in guide and "partial" in guide and "The `allow` list is in the student copy" in guide

@@ -84,3 +84,27 @@ def test_answered_exercise_passes_every_public_and_hidden_test(name):
     hidden = {"ex01", "ex03", "ex04"}
     if name[:4] in hidden:
         assert any(_kind(c) == "hidden-test" for c in tests)
+
+
+def names_the_statement_does_not_give(nb) -> list[str]:
+    """The names of a student copy's ``allow`` lists that no markdown cell of the copy names: the copy keeps the
+    lists (course check runs the grader's allow-list check), so each one says what the answer may call."""
+    statement = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    listed = [name for cell in nb.cells for name in cell.metadata.get("course", {}).get("allow", [])]
+    return [name for name in listed if f"`{name}`" not in statement and f"`{name}(" not in statement]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "exercises").glob("ex[0-9][0-9]_*.ipynb")))
+def test_an_allow_list_says_nothing_the_statement_does_not(name):
+    """docs/authoring.md: every name a solution cell allows is named in the statement, so the list in the
+    student copy gives no answer away."""
+    assert names_the_statement_does_not_give(_read("exercises", name)) == []
+
+
+def test_an_allow_list_that_names_the_answer_is_found():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Make the size dynamic so it compiles once.")])
+    nb.cells.append(nbformat.v4.new_code_cell("raise NotImplementedError"))
+    nb.cells[-1].metadata["course"] = {"id": "ex99-a", "kind": "solution", "allow": ["torch._dynamo.mark_dynamic"]}
+    assert names_the_statement_does_not_give(nb) == ["torch._dynamo.mark_dynamic"]
+    nb.cells[0].source += " (`torch._dynamo.mark_dynamic`)"
+    assert names_the_statement_does_not_give(nb) == []
