@@ -73,6 +73,42 @@ def test_install_paths_and_compiled_fn_uuids():
                                    "LOAD_GLOBAL 7 (NULL + __compiled_fn_2_<uuid>)")
 
 
+PREFIX = "V1203 14:57:38.123456 4242 torch/_dynamo/convert_frame.py:1234] [0/0] [__bytecode] "
+
+
+def _bytecode_log(rows: list[str]) -> str:
+    return "".join(PREFIX + row + "\n" for row in rows)
+
+
+def test_a_bytecode_listing_compares_the_same_on_python_3_11_and_3_12():
+    """CPython's instructions differ by Python minor (make drift PYTHON= found notebook 03's listing changed
+    row by row on 3.12); the headers and the row that loads the captured graph are kept."""
+    compiled = "             2 LOAD_GLOBAL              5 (NULL + __compiled_fn_5_68aca73b_6c5a_4fba_b395_791ead7cfaf0)"
+    on_311 = _bytecode_log(["ORIGINAL BYTECODE reference <notebook cell> line 2 ",
+                            "  2           0 RESUME                   0", "",
+                            "  3           2 LOAD_GLOBAL              0 (torch)",
+                            "             14 LOAD_METHOD              1 (where)",
+                            "             58 PRECALL                  3", "             72 RETURN_VALUE", "",
+                            "MODIFIED BYTECODE reference <notebook cell> line 2 ",
+                            "  2           0 RESUME                   0", compiled,
+                            "             40 PRECALL                  0", ""])
+    on_312 = _bytecode_log(["ORIGINAL BYTECODE reference <notebook cell> line 2 ",
+                            "  2           0 RESUME                   0", "",
+                            "  3           2 LOAD_GLOBAL              0 (torch)",
+                            "             12 LOAD_ATTR                3 (NULL|self + where)",
+                            "             54 CALL                     3", "             62 RETURN_VALUE", "",
+                            "MODIFIED BYTECODE reference <notebook cell> line 2 ",
+                            "  2           0 RESUME                   0", compiled,
+                            "             38 CALL                     0", "", ""])
+    assert sanitize_text(on_311) == sanitize_text(on_312)
+    rows = [line.split("[__bytecode] ")[1] for line in sanitize_text(on_311).splitlines()]
+    placeholder = "<CPython's instructions for this Python version>"
+    assert rows == ["ORIGINAL BYTECODE reference <notebook cell> line 2 ", placeholder,
+                    "MODIFIED BYTECODE reference <notebook cell> line 2 ", placeholder,
+                    "             2 LOAD_GLOBAL              5 (NULL + __compiled_fn_5_<uuid>)", placeholder]
+    assert sanitize_text(sanitize_text(on_312)) == sanitize_text(on_312)   # stored outputs are sanitized again
+
+
 def test_user_line_numbers_are_kept():
     text = "File /work/main/src/compile_course/diagnostics.py:88 in explain, <notebook cell>:5, my_model.py:12"
     assert sanitize_text(text) == text
