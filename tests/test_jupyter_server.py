@@ -39,7 +39,8 @@ def test_a_lesson_cell_runs_on_the_course_venv_and_package(server):
         reply, printed = kernel.execute(cell.source)
         assert reply["status"] == "ok", reply
         # The lesson's start() names the torch it runs on: this venv's.
-        assert printed.startswith(f"torch {version('torch').split('+')[0]} | python 3.11"), printed
+        python = f"{sys.version_info.major}.{sys.version_info.minor}"   # the venv's own: 3.11 to 3.13
+        assert printed.startswith(f"torch {version('torch').split('+')[0]} | python {python}"), printed
         reply, printed = kernel.execute(
             "import json, os, sys, compile_course\n"
             "print(json.dumps({'package': compile_course.__file__, 'python': sys.executable, 'cwd': os.getcwd()}))")

@@ -207,10 +207,10 @@ def test_a_python_version_is_masked_like_a_torch_version():
     """The same torch on another Python: start()'s line and the boundary table's rows only report the build."""
     on_311 = BuildFacts(version="2.14.1+cu130", python="3.11.7")
     on_312 = BuildFacts(version="2.14.1+cu130", python="3.12.1")
-    stored = new_notebook(cells=[code([stdout("torch 2.14.1 | python 3.11 | cpu\n")]),
+    stored = new_notebook(cells=[code([stdout("kernel: python 3.11 on linux\n")]),
                                  code([stdout("python (full) 3.11.7\nsite  /venv/lib/python3.11/site-packages\n")]),
                                  code([stdout("python 3.11: 2 graph breaks\n")])])
-    rerun = new_notebook(cells=[code([stdout("torch 2.14.1 | python 3.12 | cpu\n")]),
+    rerun = new_notebook(cells=[code([stdout("kernel: python 3.12 on linux\n")]),
                                 code([stdout("python (full) 3.12.1\nsite  /venv/lib/python3.12/site-packages\n")]),
                                 code([stdout("python 3.12: 3 graph breaks\n")])])
     result = compare_notebooks("nb", stored, rerun, [on_311, on_312], pin="2.14.1")
