@@ -27,7 +27,8 @@ chain or be given a plain local name; passed anywhere else it could not be check
 
 Rejected, each with a message a student can act on: attribute stores and
 deletes, ``_``/dunder attribute access outside the listed paths, ``.format``
-(string formatting can read attributes by name), names of the introspection and
+(string formatting can read attributes by name), the frame, generator and code
+attributes that have no ``_`` (``gi_frame``, ``f_back``, ``f_globals``...), names of the introspection and
 I/O builtins (``getattr``, ``eval``, ``open`` ...), imports other than the
 listed modules, ``global``/``nonlocal``, decorators, classes (unless allowed),
 generators and ``async``, oversized or overly deep code.
@@ -64,6 +65,14 @@ FORBIDDEN_NAMES = frozenset({
     "classmethod", "staticmethod", "property", "id", "help", "exit", "quit", "__builtins__",
 })
 FORBIDDEN_ATTRIBUTES = frozenset({"format", "format_map"})  # "{0._x}".format(obj) reads attributes by name
+# Attributes without a `_` that lead from a running generator, coroutine, traceback or frame to frames, code and
+# globals: `(g.gi_frame.f_back.f_globals for _ in [0])` reaches the module that called the measured function,
+# with its real builtins and every module. No exercise needs them.
+FRAME_ATTRIBUTES = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "gi_suspended", "cr_frame", "cr_code", "cr_await", "cr_origin",
+    "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins",
+    "f_code", "f_trace", "co_code", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars",
+})
 
 ALLOWED_NODES = (
     ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Lambda, ast.Return, ast.Pass, ast.Expr,
@@ -274,6 +283,9 @@ def _check_attribute(node: ast.Attribute, allowed_paths: list[list[str]], label:
     for attr in attrs:
         if attr in FORBIDDEN_ATTRIBUTES:
             raise AllowListError(f"{label} {_line(node)}: `.{attr}(...)` is not allowed; use an f-string")
+        if attr in FRAME_ATTRIBUTES:
+            raise AllowListError(f"{label} {_line(node)}: `.{attr}` is not allowed: it leads to the interpreter's "
+                                 "frames and code, which measured code may not reach")
     if not any(a.startswith("_") for a in attrs):
         return
     full = [base, *attrs] if base is not None else None

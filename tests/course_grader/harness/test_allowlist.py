@@ -58,6 +58,12 @@ REJECTED = [
     ("@torch.no_grad()\ndef f(x):\n    return x\n", "decorators are not allowed"),
     (body("return " + "-" * 5000 + "x"), "nested"),
     (body("return '" + "a" * 6000 + "'"), "string constant longer"),
+    # a running generator's frame leads, with no `_` name, to its caller's globals (the hostile corpus)
+    (body("g = (g.gi_frame.f_back.f_globals for _ in [0])", "return next(g)"), "`.gi_frame` is not allowed"),
+    (body("g = (i for i in [0])", "return g.gi_code.co_consts"), "`.gi_code` is not allowed"),
+    (body("try:", "    1 / 0", "except ZeroDivisionError as e:", "    return e.with_traceback(None).tb_frame"),
+     "`.tb_frame` is not allowed"),
+    (body("return x, x.f_back"), "`.f_back` is not allowed"),
     (body("return x", "return x"), None),  # accepted: control
 ]
 
