@@ -90,6 +90,22 @@ def storable(value):
     return value
 
 
+def storable_json(value) -> str:
+    """``value`` (lists, dicts and strings) as JSON text whose strings, read back, are :func:`storable`:
+    ``json.dumps`` alone writes a lone surrogate as the escape ``\\udc80``, which ``json.loads`` turns back
+    into the surrogate, and the page or CSV made from it could not be written."""
+    def clean(item):
+        if isinstance(item, str):
+            return storable(item)
+        if isinstance(item, (list, tuple)):
+            return [clean(i) for i in item]
+        if isinstance(item, dict):
+            return {clean(k): clean(v) for k, v in item.items()}
+        return item
+
+    return json.dumps(clean(value))
+
+
 def _row(*values) -> tuple:
     return tuple(storable(v) for v in values)
 
@@ -233,7 +249,7 @@ class Gradebook:
                 "INSERT OR IGNORE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 _row(a.key, a.student, a.exercise, a.exercise_name, a.title, a.path, a.submission_sha, a.source_sha,
                      grader_version, AttemptStatus(a.status).value, a.reason, a.auto_score, a.auto_possible,
-                     a.manual_possible, json.dumps(a.flags), json.dumps(a.notices), json.dumps(a.notes), time.time(),
+                     a.manual_possible, storable_json(a.flags), storable_json(a.notices), storable_json(a.notes), time.time(),
                      round(a.seconds, 3)))
             if cur.rowcount == 0:
                 return False
@@ -254,7 +270,7 @@ class Gradebook:
         with self.transaction():
             self.db.execute("INSERT INTO current VALUES (?,?,?,?) ON CONFLICT(student, exercise) "
                             "DO UPDATE SET key=excluded.key, ignored=excluded.ignored",
-                            _row(student, exercise, key, json.dumps(sorted(ignored))))
+                            _row(student, exercise, key, storable_json(sorted(ignored))))
 
     # ------------------------------------------------------------ reading
     def attempt(self, key: str) -> sqlite3.Row | None:

@@ -41,6 +41,22 @@ def test_a_hidden_message_is_never_stored(tmp_path):
         assert book.attempt("k") is None
 
 
+def test_lone_surrogates_in_notes_flags_and_notices_still_make_a_page(tmp_path):
+    """The JSON columns too: ``json.dumps`` writes a lone surrogate as an escape that ``json.loads`` turns back
+    into the surrogate, and the page then could not be written (the hostile corpus's adv-surrogate-error: a
+    feedback-run error text in the notes stopped ``course grade`` with a traceback)."""
+    from course_grader.results.feedback import render_all
+
+    with Gradebook(tmp_path / "g.sqlite") as book:
+        a = Attempt("k", "tia", "ex01", "ex01_capture_boundary", "t", "p", "s", "s", AttemptStatus.GRADED,
+                    flags=["flag \udcff"], notices=["notice \ud800"], notes=["your cell raised \udfff\ud800"])
+        book.record(a, "2")
+        book.set_current("tia", "ex01", "k", ["other \udc80.ipynb"])
+        pages = render_all(book, tmp_path)
+        text = "".join(p.read_text(encoding="utf-8") for p in pages)
+    assert "your cell raised \\udfff\\ud800" in text and "flag \\udcff" in text
+
+
 def _flagged(tmp_path, submission, grade_fake):
     def patch(nb):
         nb.cells.append(nbformat.v4.new_code_cell("import torch\ntorch.equal = lambda a, b: True"))
