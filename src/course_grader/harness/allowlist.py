@@ -28,7 +28,8 @@ chain or be given a plain local name; passed anywhere else it could not be check
 Rejected, each with a message a student can act on: attribute stores and
 deletes, ``_``/dunder attribute access outside the listed paths, ``.format``
 (string formatting can read attributes by name), the frame, generator and code
-attributes that have no ``_`` (``gi_frame``, ``f_back``, ``f_globals``...), names of the introspection and
+attributes that have no ``_`` (``gi_frame``, ``f_back``, ``f_globals``...), the torch.fx graph
+surgery and code generation a callable ``backend=`` is handed (``.graph``, ``.recompile``, ``.call_method``...), names of the introspection and
 I/O builtins (``getattr``, ``eval``, ``open`` ...), imports other than the
 listed modules, ``global``/``nonlocal``, decorators, classes (unless allowed),
 generators and ``async``, oversized or overly deep code.
@@ -72,6 +73,15 @@ FRAME_ATTRIBUTES = frozenset({
     "gi_frame", "gi_code", "gi_yieldfrom", "gi_suspended", "cr_frame", "cr_code", "cr_await", "cr_origin",
     "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins",
     "f_code", "f_trace", "co_code", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars",
+})
+# The torch.fx graph a callable `torch.compile(..., backend=f)` (or an inductor pass in `options=`) is handed:
+# its nodes' names and targets are pasted into Python source that `recompile()` execs with the real builtins
+# (`g.call_method('x", 0) or __import__("os")... or ("', ...)`), so measured code may not build, change or
+# regenerate one. No exercise needs them.
+FX_ATTRIBUTES = frozenset({
+    "graph", "owning_module", "recompile", "python_code", "create_node", "placeholder", "call_method",
+    "call_module", "call_function", "get_attr", "inserting_before", "inserting_after", "node_copy", "graph_copy",
+    "add_submodule", "to_folder", "on_generate_code", "set_codegen",
 })
 
 ALLOWED_NODES = (
@@ -141,7 +151,13 @@ DENIED_PATHS = ("torch.hub", "torch.load", "torch.save", "torch.serialization", 
                 # graph and module surgery, overrides of torch functions, code loading and export
                 "torch.ao", "torch.fx", "torch.overrides", "torch.jit", "torch.export", "torch.onnx",
                 "torch.library", "torch.profiler",
-                "torch.monitor", "torch.storage", "torch.autograd.graph", "torch.autograd.forward_ad")
+                "torch.monitor", "torch.storage", "torch.autograd.graph", "torch.autograd.forward_ad",
+                # compiled code and cache entries loaded from bytes or files, a default backend that may be a
+                # function (see harness.child.compile_guarded), compiler settings, files read and written
+                "torch.compiler.load_cache_artifacts", "torch.compiler.save_cache_artifacts",
+                "torch.compiler.load_compiled_function", "torch.compiler.precompile",
+                "torch.compiler.set_default_backend", "torch.compiler.config", "torch.from_file",
+                "torch.PyTorchFileReader", "torch.PyTorchFileWriter")
 
 
 # ---------------------------------------------------------------- parsing
@@ -286,6 +302,9 @@ def _check_attribute(node: ast.Attribute, allowed_paths: list[list[str]], label:
         if attr in FRAME_ATTRIBUTES:
             raise AllowListError(f"{label} {_line(node)}: `.{attr}` is not allowed: it leads to the interpreter's "
                                  "frames and code, which measured code may not reach")
+        if attr in FX_ATTRIBUTES:
+            raise AllowListError(f"{label} {_line(node)}: `.{attr}` is not allowed: it edits or regenerates a "
+                                 "torch.fx graph's Python code, which measured code may not do")
     if not any(a.startswith("_") for a in attrs):
         return
     full = [base, *attrs] if base is not None else None

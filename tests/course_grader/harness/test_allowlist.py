@@ -64,6 +64,15 @@ REJECTED = [
     (body("try:", "    1 / 0", "except ZeroDivisionError as e:", "    return e.with_traceback(None).tb_frame"),
      "`.tb_frame` is not allowed"),
     (body("return x, x.f_back"), "`.f_back` is not allowed"),
+    # a callable backend is handed the torch.fx graph, whose node targets become source that recompile() execs
+    (body("def grab(gm, inputs):", "    with gm.graph.inserting_before(list(gm.graph.nodes)[-1]):",
+          "        gm.graph.call_method('x\", 0) or __import__(\"os\") or (\"', (x,))", "    gm.recompile()",
+          "    return gm", "return torch.compile(lambda t: t, backend=grab)(x)"), "regenerates a torch.fx graph"),
+    (body("def grab(gm, inputs):", "    return gm.recompile()", "return torch.compile(lambda t: t, backend=grab)(x)"),
+     "`.recompile` is not allowed"),
+    (body("def post(g):", "    g.placeholder('y')",
+          "return torch.compile(lambda t: t, options={'post_grad_custom_post_pass': post})(x)"),
+     "`.placeholder` is not allowed"),
     (body("return x", "return x"), None),  # accepted: control
 ]
 

@@ -28,6 +28,13 @@ ESCAPES = [
     "torch.hub.download_url_to_file('http://x', 'y')",
     "torch.load('model.pt', weights_only=False)",
     "torch.utils.cpp_extension.load_inline('m', '')",
+    # compiled code loaded from bytes or a file, a function as the default backend, files (the hostile corpus)
+    "torch.compiler.load_cache_artifacts(b'')",
+    "torch.compiler.load_compiled_function(x)",
+    "torch.compiler.set_default_backend(len)",
+    "torch.compiler.config",
+    "torch.from_file('/etc/passwd', False, 10)",
+    "torch.PyTorchFileWriter('f')",
 ]
 
 
