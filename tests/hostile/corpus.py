@@ -69,6 +69,33 @@ def safe_normalize_rewrite(x):
     return torch.where(positive, x / safe_norm, x)
 '''
 
+# a right rewrite, which when called eagerly (not while torch compiles it) first runs code through torch.fx:
+# the node's target is pasted between quotes into the generated forward(), so it can close them
+EX01_FX_CODEGEN = '''\
+def safe_normalize_rewrite(x):
+    if not torch.compiler.is_compiling():
+        def grab(gm, inputs):
+            g = gm.graph
+            with g.inserting_before(list(g.nodes)[-1]):
+                g.call_method('x", 0) or getattr(__import__("sys"), "modules") or (lambda s: print)("',
+                              (list(g.nodes)[0],))
+            gm.recompile()
+            return gm.forward
+        torch.compile(lambda t: t + 1, backend=grab)(x)
+    norm = x.norm()
+    positive = norm > 0
+    return torch.where(positive, x / torch.where(positive, norm, torch.ones_like(norm)), x)
+'''
+
+EX01_COMPILER_OPTIONS = '''\
+def safe_normalize_rewrite(x):
+    if not torch.compiler.is_compiling():
+        torch.compile(lambda t: t.sin() * 2, options={"cpp.cxx": ("/bin/true",)})(x)
+    norm = x.norm()
+    positive = norm > 0
+    return torch.where(positive, x / torch.where(positive, norm, torch.ones_like(norm)), x)
+'''
+
 EX02_BREAKS = ('BREAKS = {"scale_and_report": "print", "scale_by_total": "item", '
                '"flip_if_negative": "data-dependent branch", "clipped": None, "logged_scale": "logging"}\n')
 
@@ -232,6 +259,18 @@ CASES: list[Case] = [
              "return found['torch'].where(x.norm() > 0, x / torch.where(x.norm() > 0, x.norm(), "
              "torch.ones_like(x.norm())), x)"))},
          status="flagged"),
+    Case("adv-fx-codegen", "ex01", 0, "a right rewrite that, when called eagerly, hands torch.compile a function "
+         "backend: it adds a call_method node whose target closes the generated source's string and runs "
+         "__import__('sys').modules, and recompile() execs it with the real builtins (no `_` name, no builtin the "
+         "allow-list refuses): running Python past the allow-list earns nothing (the allow-list now refuses "
+         "`.graph`/`.recompile`/`.call_method`, so the rewrite never loads)",
+         replace={"ex01-rewrite": EX01_FX_CODEGEN}),
+    Case("adv-compiler-options", "ex01", 2, "a right rewrite that, when called eagerly, compiles a helper with "
+         "options={'cpp.cxx': '/bin/true'}: inductor would run that program as its C++ compiler. The measuring "
+         "child refuses options= from measured code (harness.child.compile_guarded), so every eager call "
+         "raises and the tests that call it fail; the one test that only compiles the rewrite traces the "
+         "other branch, which is right (2 of 8: what the code that ran earned, never more)",
+         replace={"ex01-rewrite": EX01_COMPILER_OPTIONS}),
     Case("adv-surrogate-error", "ex01", 0, "the rewrite raises an exception whose text holds lone surrogates, "
          "NUL, ANSI escapes and 'grader error' wording: the tests fail, the grader does not",
          replace={"ex01-rewrite": (
@@ -393,6 +432,15 @@ CASES: list[Case] = [
          replace={"ex04-fixture": FRAME_WALK.format(name="check_equivalent", params="reference, candidate",
                                                     body="return bool(found)")}),
     # ---- ex05: timings
+    Case("honest-compiler-reset", "ex05", 5, "the model timing routine written with torch.compiler.reset() "
+         "(the public name of torch._dynamo.reset), the decorator form torch.compile(backend=...)(fn) and "
+         "mode='default'",
+         replace={"ex05-answer": EX05_HONEST_HEAD + (
+             "    eager_first = timed(fn)\n    eager_fastest = min(timed(fn) for _ in range(20))\n")
+             + EX05_HONEST_TAIL.replace("    torch._dynamo.reset()\n", "    torch.compiler.reset()\n", 1).replace(
+                 "torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)",
+                 "torch.compile(backend=backend, fullgraph=True, dynamic=False, mode='default')(fn)", 1).replace(
+                 "range(10)", "range(20)")}),
     Case("adv-starved-eager", "ex05", 1, "times eager on one thread and compiled on two: a speedup the "
          "compiler did not earn, from figures each measured around its call; eager and compiled figures taken "
          "under different thread counts are not a comparison (only the boundary's point is fair)",

@@ -70,19 +70,35 @@ def _measured_on_stack() -> bool:
     return False
 
 
+def _measured_backend(backend, depth: int = 0) -> bool:
+    """Whether a ``backend=`` that is not a name is measured code's: one of its functions or lambdas (or a
+    method of one), a builtin method (``box.append``: it would hand the graph over), anything not of torch's
+    or the course's making, or a torch/course backend wrapped around one of those (``CompileWatch(fn,
+    backend=f)`` makes ``CompileCounterWithBackend(f)``, which keeps ``f`` as ``.backend``)."""
+    if isinstance(backend, str) or depth > 3:
+        return False
+    code = getattr(getattr(backend, "__func__", backend), "__code__", None)
+    if code is not None:
+        return code.co_filename == MEASURED_FILE
+    if type(backend).__module__.split(".")[0] not in ("torch", "compile_course"):
+        return True
+    inner = getattr(backend, "backend", None)
+    return inner is not None and _measured_backend(inner, depth + 1)
+
+
 @contextlib.contextmanager
 def compile_guarded():
-    """``torch.compile`` as measured code may call it: with a backend *name*, never a function, and without
-    ``options``. A function backend is handed the torch.fx graph, whose nodes' targets become Python source
-    that ``recompile()`` execs with the real builtins; inductor's ``options`` name the C++ compiler it runs
+    """``torch.compile`` while measured code is on the stack: with a backend's name or the course's own
+    backends (``new_compilations``' counter), never a function of measured code's, and without ``options``.
+    A function backend is handed the torch.fx graph, whose nodes' targets become Python source that
+    ``recompile()`` execs with the real builtins; inductor's ``options`` name the C++ compiler it runs
     (``{"cpp.cxx": "/bin/sh"}``) and passes that take callables. The grader's own compiles (a recording
-    backend) are not measured code's and pass unchanged; ``torch.nn.Module.compile`` goes through it too."""
+    backend, no measured code on the stack) pass unchanged; ``torch.nn.Module.compile`` goes through it too."""
     real = torch.compile
 
     def guarded(model=None, **options):
         if _measured_on_stack():
-            backend = options.get("backend", "inductor")
-            if not isinstance(backend, str):
+            if _measured_backend(options.get("backend", "inductor")):
                 raise TypeError("torch.compile(..., backend=...) takes a backend's name here (\"inductor\", "
                                 "\"eager\", \"aot_eager\"), not a function: measured code may not handle "
                                 "torch.fx graphs")
