@@ -29,9 +29,9 @@ Rejected, each with a message a student can act on: attribute stores and
 deletes, ``_``/dunder attribute access outside the listed paths, ``.format``
 (string formatting can read attributes by name), the frame, generator and code
 attributes that have no ``_`` (``gi_frame``, ``f_back``, ``f_globals``...), the torch.fx graph
-surgery and code generation a callable ``backend=`` is handed (``.graph``, ``.recompile``, ``.call_method``...), names of the introspection and
-I/O builtins (``getattr``, ``eval``, ``open`` ...), imports other than the
-listed modules, ``global``/``nonlocal``, decorators, classes (unless allowed),
+surgery and code generation a callable ``backend=`` is handed (``.graph``, ``.recompile``,
+``.call_method``...), names of the introspection and I/O builtins (``getattr``, ``eval``,
+``open`` ...), imports other than the listed modules, ``global``/``nonlocal``, decorators, classes (unless allowed),
 generators and ``async``, oversized or overly deep code.
 
 What it does not do: decide whether the code is *right*, or stop it from using

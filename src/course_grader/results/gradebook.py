@@ -249,8 +249,8 @@ class Gradebook:
                 "INSERT OR IGNORE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 _row(a.key, a.student, a.exercise, a.exercise_name, a.title, a.path, a.submission_sha, a.source_sha,
                      grader_version, AttemptStatus(a.status).value, a.reason, a.auto_score, a.auto_possible,
-                     a.manual_possible, storable_json(a.flags), storable_json(a.notices), storable_json(a.notes), time.time(),
-                     round(a.seconds, 3)))
+                     a.manual_possible, storable_json(a.flags), storable_json(a.notices), storable_json(a.notes),
+                     time.time(), round(a.seconds, 3)))
             if cur.rowcount == 0:
                 return False
             self.db.executemany("INSERT INTO tests VALUES (?,?,?,?,?,?,?,?)",
