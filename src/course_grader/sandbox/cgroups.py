@@ -134,6 +134,42 @@ def sweep_stale(plan: CgroupPlan, own_block: int = -1) -> int:
     return removed
 
 
+def remove_run_dirs(paths, wait_s: float = 5.0) -> list[str]:
+    """Kill every member of the run cgroups ``paths`` and remove them; the ones still there are returned.
+
+    For the template when its grader is gone (killed, crashed): the runs it started may still be
+    alive, and nobody else would remove their cgroups until the next grader's :func:`sweep_stale`."""
+    left = [Path(p) for p in paths if os.path.isdir(p)]
+    for path in left:
+        try:
+            (path / "cgroup.kill").write_text("1")     # v2; v1 has none: its members are killed below
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait_s
+    while left:
+        for path in list(left):
+            try:
+                members = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                members = []
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                path.rmdir()
+                left.remove(path)
+            except FileNotFoundError:
+                left.remove(path)
+            except OSError:
+                pass
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return [str(p) for p in left]
+
+
 class RunCgroup:
     """The cgroups of one run, created before it starts and removed after it ends."""
 

@@ -94,6 +94,22 @@ def die_with_parent() -> None:
     prctl(PR_SET_PDEATHSIG, 9)
 
 
+def default_signal_handlers() -> None:
+    """Every signal with a handler gets its default action back. The kernel drops a signal sent to a
+    PID namespace's init from inside that namespace unless init handles it: with no handler, the
+    run's code (same uid as init in a user-namespace run) cannot make its init do anything."""
+    import signal
+
+    for number in signal.valid_signals():
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            if signal.getsignal(number) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+                signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+
+
 def is_root() -> bool:
     return os.geteuid() == 0
 

@@ -10,8 +10,9 @@ held lock), so the BLAS/OpenMP pools are pinned to one thread before torch is im
 Each ``Spawn`` request arrives on the control socket with three descriptors (the run's
 request/reply socket, its raw output pipe, the reaper's status pipe). The template forks
 the run's reaper (see ``confine.py`` for the three processes of a run) and goes back to
-waiting. It exits when the control socket closes, that is when the grader ends, and its
-death kills every reaper (``PR_SET_PDEATHSIG``), whose death kills its namespace.
+waiting. It exits when the control socket closes, that is when the grader ends (or is killed):
+it first kills what is left in its runs' cgroups and removes them, and its death kills every
+reaper (``PR_SET_PDEATHSIG``), whose death kills its namespace.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 # that loaded a kernel built that header again, for one or two kernels. Runs build without it.
 os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
 
-from course_grader.sandbox import confine, kernel, measure, syscall_filter  # noqa: E402  (loaded before any mount hides them)
+from course_grader.sandbox import cgroups, confine, kernel, measure, syscall_filter  # noqa: E402  (loaded before any mount hides them)
 from course_grader.wire import protocol  # noqa: E402
 from course_grader.wire.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
 
@@ -131,6 +132,14 @@ def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         os._exit(72)
     if os.getpid() != 1:  # no PID namespace: nothing to be init of
         worker(spawn, chan_fd, out_fd)
+    # The worker is PID 2 of this namespace and, in a user-namespace run, the same uid outside as this
+    # process; but this process holds every capability of the run's user namespace and the worker none
+    # (dropped, in a nested namespace), so the kernel's ptrace check closes init's /proc/1/fd/N, mem,
+    # environ, cwd and root to it. (Init stays dumpable: the grader, outside, reads the run's private
+    # tmpfs through /proc/INIT/root.) With no signal handler (the template's Python had one for SIGINT:
+    # a student's os.kill(1, SIGINT) ended the run), the kernel drops every signal sent to init from
+    # inside its namespace (SIGKILL and SIGSTOP included).
+    confine.default_signal_handlers()
     confine.mount_proc()
     worker_pid = os.fork()
     if worker_pid == 0:
@@ -185,6 +194,17 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
 # --- the server loop -------------------------------------------------------------------------
 
 def serve(control: socket.socket) -> None:
+    """Fork a run for each request until the grader's end of ``control`` closes (it ended or was killed);
+    then end the runs still alive and remove their cgroups (``cgroups.remove_run_dirs``): no run cgroup
+    outlives its grader. The grader removes each run's cgroups itself when it closes the run."""
+    run_cgroups: list[list[str]] = []      # of runs whose cgroups may still exist
+    try:
+        _serve(control, run_cgroups)
+    finally:
+        cgroups.remove_run_dirs([path for paths in run_cgroups for path in paths])
+
+
+def _serve(control: socket.socket, run_cgroups: list[list[str]]) -> None:
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(control, SPAWN_BYTES, 3)
@@ -201,6 +221,9 @@ def serve(control: socket.socket) -> None:
                 os.close(fd)
             os.write(2, f"course-grader template: bad request: {exc}\n".encode())
             continue
+        run_cgroups[:] = [paths for paths in run_cgroups if any(os.path.isdir(p) for p in paths)]
+        if spawn.cgroups:
+            run_cgroups.append(list(spawn.cgroups))
         pid = os.fork()
         if pid == 0:
             control.close()

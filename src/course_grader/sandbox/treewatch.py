@@ -17,7 +17,8 @@ The run is ended when either passes its limit; the fault names it (``memory``, `
 cgroup's counters would. ``RLIMIT_NPROC`` is set a little above the limit
 (:data:`NPROC_MARGIN`), so a fork bomb is seen here, and recorded, before the kernel refuses it;
 ``RLIMIT_AS`` stays as the line that holds between two polls. A process that appears and exits
-between two polls is not seen; it cannot hold more than ``RLIMIT_AS`` meanwhile.
+between two polls is not seen; it cannot hold more than ``RLIMIT_AS`` meanwhile. A process the run
+made not dumpable, whose ``smaps_rollup`` is closed to the grader, counts with its whole resident set.
 Written by hand because no library watches a tree against a budget; psutil reads each process.
 """
 
@@ -65,5 +66,11 @@ def usage(init_pid: int, private_folders=()) -> TreeUsage | None:
             if pid == init_pid:
                 return None
         except psutil.AccessDenied:
-            continue     # a process that changed its credentials: its tasks still count toward RLIMIT_NPROC
+            # Not dumpable (the run's code can make its processes so: prctl, or exec of a file it may
+            # not read), so smaps_rollup is closed to us. statm is not: count its whole resident set,
+            # pages shared with the template included (more than the process's own, never less).
+            try:
+                memory += psutil.Process(pid).memory_info().rss
+            except psutil.Error:
+                continue
     return TreeUsage(tasks, memory + tmpfs_bytes(init_pid, private_folders))
