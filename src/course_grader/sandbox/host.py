@@ -660,7 +660,8 @@ class GradingHost:
                 # A run's uid outside is the grader's own: its home (other classes' gradebooks, hand-back
                 # folders, keys...) is covered; the checkout and Python, if they live there, are bound back.
                 self.cover = [Path(pwd.getpwuid(os.getuid()).pw_dir)]
-                self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids, memory=_mb(self.limits.memory_bytes)))
+                self.notices.append(USERNS_NOTICE.format(processes=self.limits.pids,
+                                                         memory=_mb(self.limits.memory_bytes)))
             else:
                 self.notices.append("unconfined: runs keep the grader's uid and have no namespaces or cgroups")
             if self.compile_cache:

@@ -97,7 +97,8 @@ def test_hidden_paths_are_empty_and_student_helpers_visible(hiding_host):
     probe = ("import os\n"
              "for p in PATHS:\n"
              "    try:\n"
-             "        print(p, sorted(os.listdir(p)) if os.path.isdir(p) else repr(open(p).read()))\n"   # a covered file: /dev/null
+             # a covered file is /dev/null: it reads as empty
+             "        print(p, sorted(os.listdir(p)) if os.path.isdir(p) else repr(open(p).read()))\n"
              "    except OSError as e:\n"
              "        print(p, type(e).__name__)\n"
              f"print(not os.path.exists('{gradebook}') or open('{gradebook}').read() == '')\n"

@@ -7,8 +7,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from course_grader.sandbox import syscall_filter
 from course_grader.status import CellStatus
 
@@ -93,7 +91,8 @@ def test_a_kernel_cell_gets_eperm_for_unshare_mount_and_the_rest(host):
 
 @needs_confinement
 def test_a_measuring_child_runs_under_the_filter_too(host):
-    reply = host.measure("probe", "run_code", {"code": SYSCALL_PROBE.replace("print(json.dumps(result, sort_keys=True))", "")})
+    code = SYSCALL_PROBE.replace("print(json.dumps(result, sort_keys=True))", "")
+    reply = host.measure("probe", "run_code", {"code": code})
     assert reply["result"] == REFUSED
 
 
