@@ -499,7 +499,7 @@ class Run:
         from course_grader.sandbox.confine import PRIVATE_DIRS
 
         private = PRIVATE_DIRS if self.host.confinement != Confinement.NONE else ()   # a str compares too
-        used = treewatch.usage(self.init_pid, private)
+        used = treewatch.usage(self.init_pid, private, self.limits.memory_bytes if self.watch_memory else None)
         if used is None:
             return
         if self.watch_memory and used.memory_bytes > self.limits.memory_bytes:
