@@ -225,3 +225,20 @@ def test_audit_does_not_modify_the_notebook():
     before = nbformat.writes(nb)
     audit_notebook(nb)
     assert nbformat.writes(nb) == before
+
+
+def test_inductor_kernels_compare_the_same_whatever_simd_width_was_picked():
+    """Lesson 10's output_code log: the same machine printed AVX-512's step (16L) and, with the ISA probe
+    failed under load, AVX2's (8L) in one make test run. The step and the tail split are masked, the
+    tensor's own size is not."""
+    def kernel(width: int, size: int = 8) -> str:
+        return (f"for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>({size}L); "
+                f"x0+=static_cast<int64_t>({width}L))\n"
+                f"x0 < static_cast<int64_t>({width}L*(c10::div_floor_integer(static_cast<int64_t>(ks0), "
+                f"static_cast<int64_t>({width}L))))\n"
+                f"static_cast<int64_t>(ks0 + (-{width}L)*(c10::div_floor_integer(static_cast<int64_t>(ks0), "
+                f"static_cast<int64_t>({width}L))))\n")
+
+    assert sanitize_text(kernel(16)) == sanitize_text(kernel(8))
+    assert sanitize_text(kernel(16, size=8)) != sanitize_text(kernel(16, size=16))
+    assert "<simd width>" in sanitize_text(kernel(16)) and "(16L)" not in sanitize_text(kernel(16))
