@@ -291,21 +291,24 @@ def test_an_interpreter_the_set_up_refuses_is_refused_before_pip(tmp_path, monke
 @pytest.mark.skipif(__import__("shutil").which("make") is None, reason="make is not installed")
 def test_make_drift_python_re_runs_on_that_python_and_keeps_the_venv_s_own(tmp_path):
     """`make drift PYTHON=X`: X goes to course drift --python; .venv, the reference, is checked with its own Python."""
+    import os
     import subprocess
 
     from compile_course.paths import ROOT
 
     other = "/opt/py312/bin/python3"
+    # under `make test` the outer make's command line (PYTHON=..., JOBS=...) reaches these makes in MAKEFLAGS
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     done = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", "-n", "-o", ".venv/.installed",
-                           "drift", "python-check", f"PYTHON={other}"], capture_output=True, text=True)
+                           "drift", "python-check", f"PYTHON={other}"], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.endswith(f'course drift  --python "{other}" --jobs 2') for line in lines), done.stdout
     check = next(line for line in lines if "interpreter.py --venv" in line)
     assert not check.startswith(other)
     both = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", "-n", "-o", ".venv/.installed",
-                           "drift", f"PYTHON={other}", "TORCH=2.13.0"], capture_output=True, text=True).stdout
+                           "drift", f"PYTHON={other}", "TORCH=2.13.0"], capture_output=True, text=True, env=env).stdout
     assert f'course drift --torch "2.13.0" --python "{other}" --jobs 2' in both
     none = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", "-o", ".venv/.installed", "drift"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     assert none.returncode != 0 and "PYTHON=<another interpreter>" in none.stdout
