@@ -488,9 +488,11 @@ def _arg_data(a: Any, depth: int = 0) -> Any:
 
 
 def graph_data(gm: torch.fx.GraphModule) -> dict:
-    """One captured graph as data: its nodes (op, name, target's qualified name, args, kwargs) and,
-    for each placeholder, the source dynamo bound it to (``L['x']``)."""
+    """One captured graph as data: its nodes (op, name, target's qualified name, args, kwargs), for
+    each placeholder the source dynamo bound it to (``L['x']``), and for a ``get_attr`` of a pytree
+    spec (a ``nonstrict_trace`` call's argument layout) the spec as ``treespec_dumps`` text."""
     from torch.fx.node import _get_qualified_name
+    from torch.utils import _pytree as pytree
 
     nodes = []
     for n in gm.graph.nodes:
@@ -503,6 +505,10 @@ def graph_data(gm: torch.fx.GraphModule) -> dict:
             target = str(n.target)
         entry = {"op": n.op, "name": n.name, "target": target,
                  "args": _arg_data(tuple(n.args)), "kwargs": _arg_data(dict(n.kwargs))}
+        if n.op == "get_attr":   # a nonstrict_trace call's argument layout (a pytree spec) travels as text
+            value = getattr(gm, n.target, None)
+            if isinstance(value, pytree.TreeSpec):
+                entry["spec"] = pytree.treespec_dumps(value)
         if n.op == "placeholder":
             arg = n.meta.get("grapharg")
             source = getattr(arg, "source", None)

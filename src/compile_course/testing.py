@@ -21,8 +21,9 @@ import torch
 from . import primitives as measure
 from .primitives import AnswerError, CallResult, ReplyError, Run, Timing
 
-__all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "code", "disagreements",
-           "expect_agreement", "expect_like_reference", "is_test_api", "passed", "replay", "spy", "stopwatch"]
+__all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "answer_fn", "code",
+           "disagreements", "expect_agreement", "expect_like_reference", "is_test_api", "passed", "replay", "spy",
+           "stopwatch"]
 
 # Modules whose objects are the test API: a measured function never holds one (at grading, the
 # measuring child drops them from the function's namespace; ``course_grader.verdict.remote`` from its allow-list).
@@ -46,6 +47,18 @@ class code:  # noqa: N801 - reads as a function in a test cell: code("make_block
     """
 
     expression: str
+
+
+@dataclass(frozen=True)
+class answer_fn:  # noqa: N801
+    """An argument that is the student's function ``name`` itself, for a setup function that must hold
+    it: ``student.call("serve", answer_fn("scaled_block_fixed"), x, w)`` calls the setup function
+    ``serve`` with the answer in that place, in the student's process (at grading, the sandboxed child
+    that runs the answer). For what a test cell cannot do itself around the answer: compile it, change
+    a module global between two calls, run ``torch.library.opcheck`` on its ops. Only ``call`` and
+    ``call_each`` take it; the answer's globals are ``fn.__globals__`` (at grading not the setup cells')."""
+
+    name: str
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,8 @@ class Namespace:
                 continue
             if isinstance(a, code):
                 out.append(eval(a.expression, self._ns))  # noqa: S307 - the test's own expression, in its notebook
+            elif isinstance(a, answer_fn):
+                out.append(self._function(a.name))
             elif isinstance(a, spy):
                 s = measure.Spy(self._ns[a.name])
                 spies.append(s)
@@ -198,7 +213,7 @@ def is_test_api(value: Any) -> bool:
 
     from .stopwatch import Stopwatch
 
-    if isinstance(value, (Namespace, code, spy, stopwatch, measure.Spy, Stopwatch)):
+    if isinstance(value, (Namespace, code, spy, stopwatch, answer_fn, measure.Spy, Stopwatch)):
         return True
     if isinstance(value, types.ModuleType):
         return value.__name__ in TEST_API_MODULES or value is builtins

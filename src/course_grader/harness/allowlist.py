@@ -158,6 +158,8 @@ DENIED_PATHS = ("torch.hub", "torch.load", "torch.save", "torch.serialization", 
                 "torch.compiler.load_compiled_function", "torch.compiler.precompile",
                 "torch.compiler.set_default_backend", "torch.compiler.config", "torch.from_file",
                 "torch.PyTorchFileReader", "torch.PyTorchFileWriter")
+# A solution cell's ``allow`` list may name one exact path below a denied part (ex09 allows
+# ``torch.library.custom_op``): that path, and the steps leading to it, are then resolved as usual.
 
 
 # ---------------------------------------------------------------- parsing
@@ -351,7 +353,10 @@ def _resolve_chain(root_path: str, attrs: list[str], allowed: AllowList, dotted:
     path = root_path
     for attr in attrs:
         path = f"{path}.{attr}"
-        if any(path == d or path.startswith(d + ".") for d in DENIED_PATHS):
+        if any(path == d or path.startswith(d + ".") for d in DENIED_PATHS) \
+                and not any(path == d or d.startswith(path + ".") for d in dotted):
+            # a denied part is reachable only along a path the cell lists exactly (torch.library.custom_op
+            # opens torch.library for that one name, never torch.library.Library or anything below it)
             raise LookupError(path, "loads code, touches files or starts processes")
         try:
             obj = getattr(obj, attr)
@@ -595,6 +600,12 @@ def _module_aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, ast.ex
     return None   # `import torch.nn.functional as F` names a module, which measured code cannot hold
 
 
+# Builtins Dynamo itself looks up in the traced function's builtins while it traces a nonstrict_trace
+# call's arguments (guards on ``__builtins__["type"]``, ``["object"]``, ``["issubclass"]``; without them
+# torch.compile fails with KeyError: 'type'). At run time only: the check still refuses these names in the source.
+DYNAMO_BUILTINS = frozenset({"type", "object", "issubclass"})
+NEEDS_DYNAMO_BUILTINS = ("torch._dynamo.nonstrict_trace",)
+
 # what the test's own definitions (shipped with a ``code`` argument) need beyond the safe builtins: classes
 TEST_DEFINITION_BUILTINS = frozenset({"__build_class__", "super", "object", "staticmethod", "classmethod",
                                       "property"})
@@ -644,6 +655,7 @@ def load_checked(source: str, name: str, allowed: AllowList, namespace: dict) ->
     run left in a constant survives.
     """
     checked = extract_function(source, name, allowed, where="measured code")
-    scope = measured_namespace(namespace, allowed)
+    traced = DYNAMO_BUILTINS if any(p in allowed.dotted for p in NEEDS_DYNAMO_BUILTINS) else frozenset()
+    scope = measured_namespace(namespace, allowed, traced)
     exec(compile(checked, "<measured>", "exec"), scope)  # noqa: S102 - allow-listed source in the sandbox
     return scope[name]

@@ -3,10 +3,13 @@
 ``serve(payload)`` runs the exercise's setup cells, loads the student's function (allow-listed
 again here, builtins limited), builds the arguments the test sent (data, ``code`` expressions,
 ``spy`` stand-ins) and answers with ``compile_course.primitives``: ``call``, ``compile`` or ``time``.
-With no function in the payload it answers for a setup cell's function (``reference``).
+With no function in the payload it answers for a setup cell's function (``reference``); with a
+``caller``, ``call`` calls that setup function with the student's function among its arguments.
 
 ``replay(payload)`` runs no student code: it interprets a graph that the grader has validated
 (``course_grader.verdict.graphcheck``) on the test's own inputs and replies its outputs and gradients.
+``replay_answer(payload)`` does the same for a graph that calls the answer's own code (a custom op,
+a ``nonstrict_trace`` function: ``opaque``), in a child of its own that loads the answer first.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from compile_course import primitives as measure
 from compile_course.stopwatch import Stopwatch, hooked
 
 from .allowlist import TEST_DEFINITION_BUILTINS, for_cell, load_checked, measured_namespace
+from .opaque import INPUT_SPEC, AnswerCode, node_kind
 
 
 def setup_namespace(sources: list) -> dict:
@@ -43,6 +47,8 @@ def _arg(a: dict, namespace: dict, spies: list, allowed=None, watches: list | No
     namespace, so what it builds reaches nothing the function could not name itself."""
     if "value" in a:
         return measure.from_data(a["value"])
+    if "answer" in a:
+        return _ANSWER
     if "spy" in a:
         s = measure.Spy(namespace[a["spy"]])
         spies.append(s)
@@ -116,6 +122,17 @@ def compile_guarded():
         torch.compile = real
 
 
+_ANSWER = object()   # where the answer's function goes among a setup function's arguments (``answer_fn``)
+
+
+def _called(fn, caller, args: tuple) -> tuple:
+    """``(the function to call, its arguments)``: the answer itself, or (``caller``: a setup function given
+    ``answer_fn`` arguments) that setup function, with the answer as loaded now in place of each marker."""
+    if caller is None:
+        return fn, args
+    return caller, tuple(fn if a is _ANSWER else a for a in args)
+
+
 _THREADS: list[int] = []   # the thread count as it was at the first question, before any student code ran
 
 
@@ -145,6 +162,11 @@ def _serve(payload: dict) -> dict:
             return {"load_error": measure.error_text(exc)}
     options = payload["options"]
     op = payload["op"]
+    caller = None
+    if payload.get("caller") is not None:   # a setup function that holds the answer (``answer_fn``)
+        if function is None or op not in ("call", "call_each"):
+            raise ValueError("a setup function is given the answer only by call and call_each")
+        caller = namespace[payload["caller"]]
     measure.restore_global_state()
     if op == "call":
         spies: list = []
@@ -153,7 +175,7 @@ def _serve(payload: dict) -> dict:
         with hooked(watches):
             if watches and function is not None:   # loaded under the hook: `from torch import compile` sees it
                 fn = load_checked(function["source"], name, allowed, namespace)
-            result = measure.call_one(fn, args, grad=options["grad"])
+            result = measure.call_one(*_called(fn, caller, args), grad=options["grad"])
         if spies:
             result.spied = [c for s in spies for c in s.calls]
         if watches:
@@ -168,7 +190,7 @@ def _serve(payload: dict) -> dict:
             with hooked(watches):
                 if (i or watches) and function is not None:   # a fresh load: what a call left in a default is gone
                     fn = load_checked(function["source"], name, allowed, namespace)
-                result = measure.call_one(fn, args, grad=options["grad"])
+                result = measure.call_one(*_called(fn, caller, args), grad=options["grad"])
             if watches:
                 result.timeline = watches[0].timeline()
             results.append(result.to_data())
@@ -238,7 +260,31 @@ def replay(payload: dict) -> dict:
                         for item in payload["items"]]}
 
 
-def _replay_one(graph: dict, args_data: list, params: list, grad: bool) -> dict:
+def replay_answer(payload: dict) -> dict:
+    """``replay`` for graphs that call the answer's own code (``opaque``): the setup cells run, the answer
+    is loaded (allow-listed again), and each such node runs what the answer itself defined. Its own
+    child: no question's code has run in it. ``{"load_error": ..., "results": [...]}``. The answer's code
+    runs here too, so under the same ``compile_guarded`` as ``serve``."""
+    with compile_guarded():
+        return _replay_answer(payload)
+
+
+def _replay_answer(payload: dict) -> dict:
+    namespace = setup_namespace(payload["setup"])
+    function = payload["function"]
+    allow = function["allow"]
+    allowed = for_cell(allow["provided"], allow["imports"], allow["allow"])
+    try:
+        answer = AnswerCode(load_checked(function["source"], payload["name"], allowed, namespace).__globals__)
+    except Exception as exc:  # noqa: BLE001 - reported as data
+        return {"load_error": measure.error_text(exc), "results": None}
+    measure.restore_global_state()
+    return {"load_error": None,
+            "results": [_replay_one(item["graph"], item["args"], payload["params"], payload["grad"], answer)
+                        for item in payload["items"]]}
+
+
+def _replay_one(graph: dict, args_data: list, params: list, grad: bool, answer: AnswerCode | None = None) -> dict:
     import re
 
     args = [measure.from_data(a) for a in args_data]
@@ -255,6 +301,13 @@ def _replay_one(graph: dict, args_data: list, params: list, grad: bool) -> dict:
             op, name, target = node["op"], node["name"], node["target"]
             if op == "placeholder":
                 env[name] = args[params.index(re.fullmatch(r"L\['(\w+)'\]", node["source"]).group(1))]
+            elif answer is not None and node_kind(node) is not None:
+                if op == "get_attr" and INPUT_SPEC.fullmatch(target):
+                    env[name] = node["spec"]
+                elif op == "get_attr":
+                    env[name] = answer.get_attr(target)
+                else:
+                    env[name] = answer.call(node)(*_value(node["args"], env), **_value(node["kwargs"], env))
             elif op == "call_function":
                 fn = resolve(target)
                 if fn is None:

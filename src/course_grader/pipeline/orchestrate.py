@@ -185,8 +185,8 @@ class _Measurer:
 
     @staticmethod
     def kind(entry: str, payload: dict) -> str:
-        if entry == "replay":
-            return "replay"
+        if entry in ("replay", "replay_answer"):   # a replay with the answer loaded: a child of its own too
+            return entry
         return "student" if payload.get("function") is not None else "reference"
 
     def _ask(self, entry: str, payload: dict) -> dict:

@@ -3,7 +3,9 @@ against a re-run of it in a child that runs no student code.
 
 ``validate`` accepts only what a Dynamo graph of tensor code holds: placeholders bound to the
 function's arguments, calls of torch functions and ``operator`` functions, tensor methods, and an
-output; arguments are node references and plain data. ``disagreement`` compares the re-run's
+output; arguments are node references and plain data. Where the answer cell allows it, also the nodes
+that call the answer's own code (``course_grader.harness.opaque``): such a graph is re-run in a child
+that loads the answer, every other graph in one that runs no student code. ``disagreement`` compares the re-run's
 outputs and gradients with what the child reported for the call.
 """
 
@@ -16,6 +18,7 @@ import torch
 
 from compile_course import primitives as measure
 from compile_course.primitives import CallResult, ReplyError
+from course_grader.harness import opaque
 from course_grader.harness.child import resolve
 
 MAX_NODES = 2_000
@@ -72,23 +75,37 @@ def _check_arg(a: Any, known: set[str], depth: int = 0) -> str | None:
     return None
 
 
-def validate(graph: Any) -> str | None:
-    """None when ``graph`` can be replayed; otherwise what is wrong with it."""
+def validate(graph: Any, answer_kinds: frozenset[str] = frozenset()) -> str | None:
+    """None when ``graph`` can be replayed; otherwise what is wrong with it.
+
+    ``answer_kinds`` (``harness.opaque.kinds_allowed`` of the answer cell's ``allow`` list) admits the
+    nodes that call the answer's own code (a custom op, a ``nonstrict_trace`` or ``allow_in_graph``
+    function); a graph with one is re-run with the answer loaded (:func:`calls_answer`)."""
     if type(graph) is not dict or set(graph) != {"nodes"} or type(graph["nodes"]) is not list:
         return "it is not a graph"
     nodes = graph["nodes"]
     if not 2 <= len(nodes) <= MAX_NODES:
         return "it has no operations or too many"
     known: set[str] = set()
+    attrs: dict[str, tuple[str, str]] = {}   # get_attr node -> ("callable" or "spec", the function's name)
     outputs = 0
     for n in nodes:
         if type(n) is not dict or not {"op", "name", "target", "args", "kwargs"} <= set(n) <= \
-                {"op", "name", "target", "args", "kwargs", "source"}:
+                {"op", "name", "target", "args", "kwargs", "source", "spec"}:
             return "a node is malformed"
         op, name, target = n["op"], n["name"], n["target"]
         if type(name) is not str or not NAME.fullmatch(name) or name in known or type(target) is not str:
             return "a node's name is malformed or repeated"
-        if op == "placeholder":
+        kind = opaque.node_kind(n)
+        if kind is not None:
+            if kind not in answer_kinds:
+                return f"it calls {target[:60]!r}, the answer's own code, which the cell's allow list does not name"
+            problem = _answer_node(n, attrs)
+            if problem:
+                return problem
+        elif "spec" in n:
+            return "a node is malformed"
+        elif op == "placeholder":
             if type(n.get("source")) is not str or not SOURCE.fullmatch(n["source"]):
                 return "an input that is not one of the function's arguments"
         elif op == "call_function":
@@ -107,6 +124,42 @@ def validate(graph: Any) -> str | None:
             return problem
         known.add(name)
     return None if outputs == 1 and nodes[-1]["op"] == "output" else "it does not end in one output"
+
+
+def _answer_node(n: dict, attrs: dict[str, tuple[str, str]]) -> str | None:
+    """Check one node of ``harness.opaque.node_kind``: a ``nonstrict_trace`` call's ``flat_apply`` takes
+    the function and the argument layout of one function, read just before by ``get_attr`` nodes."""
+    op, target = n["op"], n["target"]
+    if op == "get_attr":
+        if n["args"] != {"tuple": []} or n["kwargs"] != {"kwargs": {}}:
+            return "a node is malformed"
+        found = opaque.CALLABLE.fullmatch(target)
+        if found:
+            if "spec" in n:
+                return "a node is malformed"
+            attrs[n["name"]] = ("callable", found.group(1))
+            return None
+        problem = opaque.spec_problem(n.get("spec"))
+        if problem:
+            return f"it passes {problem}"
+        attrs[n["name"]] = ("spec", opaque.INPUT_SPEC.fullmatch(target).group(1))
+        return None
+    if "spec" in n:
+        return "a node is malformed"
+    if target == opaque.FLAT_APPLY:
+        items = n["args"].get("tuple") if type(n["args"]) is dict else None
+        if type(items) is not list or len(items) < 2 or n["kwargs"] != {"kwargs": {}} \
+                or not all(type(a) is dict and set(a) == {"node"} for a in items[:2]):
+            return "a nonstrict_trace call of an unexpected form"
+        first, second = attrs.get(items[0]["node"]), attrs.get(items[1]["node"])
+        if first is None or second is None or first[0] != "callable" or second[0] != "spec" or first[1] != second[1]:
+            return "a nonstrict_trace call of an unexpected form"
+    return None
+
+
+def calls_answer(graph: dict) -> bool:
+    """Whether a validated graph calls the answer's own code (and so is re-run with the answer loaded)."""
+    return any(opaque.node_kind(n) is not None for n in graph["nodes"])
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -11,7 +11,9 @@ Verify, don't believe: every reply is read by ``compile_course.primitives``'s ``
 validation, so a malformed reply fails the test with a message), and a compile run that claims
 one graph for a call is re-checked: the graph (validated here, torch ops only) is re-run on the
 test's own inputs in a child that runs no student code, and must give the reported output and
-gradients.
+gradients. A graph that calls the answer's own code (a custom op or ``nonstrict_trace`` function the
+answer cell is allowed: ``course_grader.harness.opaque``) is re-run the same way in a child of its
+own that loads the answer and nothing else, since those nodes are the answer's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 from compile_course import primitives as measure
 from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
-from compile_course.testing import code, spy, stopwatch
+from compile_course.testing import answer_fn, code, spy, stopwatch
+from course_grader.harness import opaque
 from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, parse_source
 from course_grader.harness.parsing import parse
 from course_grader.verdict import graphcheck
@@ -202,6 +205,8 @@ class RemoteNamespace:
         self.setup = list(ctx.exercise.setup_sources)
         self.test_source = ""
         self._params: list[str] = []
+        self._answer: dict | None = None   # the answer function of the last question (its source, allow list)
+        self._answer_name = ""
 
     # -- where the student's answers are
     def _solution_cells(self) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -288,20 +293,39 @@ class RemoteNamespace:
                 out.append({"spy": a.name})
             elif isinstance(a, stopwatch):
                 out.append({"stopwatch": a.name})
+            elif isinstance(a, answer_fn):
+                out.append({"answer": a.name})
             else:
                 out.append({"value": measure.to_data(a)})
         return out
 
     def _ask(self, op: str, name: str, args_list: list, options: dict) -> dict:
+        caller, name = self._caller(op, name, args_list)
         function = self._function(name)
+        self._answer, self._answer_name = function, name
         payload = {"setup": self.setup, "function": function, "name": name, "op": op,
                    "args": args_list, "options": options}
+        if caller is not None:
+            payload["caller"] = caller
         reply = self.ctx.measure("serve", payload)
         if type(reply) is not dict:
             raise ReplyError("the measuring process replied in an unexpected form")
         if reply.get("load_error") is not None:
             raise AnswerError(f"{name} could not be loaded: {excerpt(reply['load_error'], 200)}")
         return reply
+
+    def _caller(self, op: str, name: str, args_list: list) -> tuple[str | None, str]:
+        """``(setup function, answer)`` for a call with ``answer_fn`` arguments (which must all name one
+        answer, given to a setup function by ``student``); ``(None, name)`` otherwise."""
+        calls = args_list if args_list and all(type(c) is list for c in args_list) else [args_list]
+        answers = {a["answer"] for c in calls for a in c if type(a) is dict and "answer" in a}
+        if not answers:
+            return None, name
+        if not self.student or len(answers) != 1 or op not in ("call", "call_each"):
+            raise ValueError("answer_fn: only student.call and call_each take it, naming one answer function")
+        if name not in setup_names(self.setup):
+            raise ValueError(f"answer_fn: {name} is not a function of the exercise's setup cells")
+        return name, answers.pop()
 
     def call(self, name: str, *args, grad: bool = False) -> CallResult:
         shipped = _Shipped(self.test_source)
@@ -355,6 +379,7 @@ class RemoteNamespace:
         seen: dict[int, int] = {}
         current: dict[int, dict] = {}
         items, checks = [], []
+        kinds = opaque.kinds_allowed(self._answer["allow"]["allow"]) if self._answer else frozenset()
         rng = graphcheck.secret_generator()
         for number, (run, i, args) in enumerate(per_call, 1):
             start = seen.get(id(run), 0)
@@ -371,7 +396,7 @@ class RemoteNamespace:
             if count != 1 and not fullgraph:
                 continue   # no graph, or several with breaks between them: a claim that earns nothing
             graph = current[id(run)]
-            problem = graphcheck.validate(graph)
+            problem = graphcheck.validate(graph, kinds)
             if problem:
                 raise ReplyError(f"call {number}: the graph reported for it cannot be checked ({problem})")
             items.append({"graph": graph, "args": [measure.to_data(a) for a in args]})
@@ -384,11 +409,7 @@ class RemoteNamespace:
                     checks.append((number, expected, True))
         if not items:
             return
-        reply = self.ctx.measure("replay", {"items": items, "params": self._params, "grad": bool(grad)})
-        replies = reply.get("results") if type(reply) is dict else None
-        if type(replies) is not list or len(replies) != len(items):
-            raise ReplyError("re-running the captured graphs gave no readable result")
-        for (number, wanted, new), one in zip(checks, replies, strict=True):
+        for (number, wanted, new), one in zip(checks, self._replayed(items, grad), strict=True):
             if new:
                 why = graphcheck.disagreement_with_reference(one, wanted, grad)
                 if why:
@@ -398,6 +419,31 @@ class RemoteNamespace:
                 why = graphcheck.disagreement(one, wanted, grad)
                 if why:
                     raise ReplyError(f"call {number}: re-running its captured graph {why}")
+
+    def _replayed(self, items: list[dict], grad: bool) -> list:
+        """The re-runs of ``items``, in order: graphs of torch ops in a child that runs no student code,
+        graphs that call the answer's own code (``graphcheck.calls_answer``) in one that loads the answer."""
+        groups = {False: [], True: []}
+        for i, item in enumerate(items):
+            groups[graphcheck.calls_answer(item["graph"])].append(i)
+        replies: list = [None] * len(items)
+        for with_answer, indexes in groups.items():
+            if not indexes:
+                continue
+            payload = {"items": [items[i] for i in indexes], "params": self._params, "grad": bool(grad)}
+            entry = "replay"
+            if with_answer:
+                entry = "replay_answer"
+                payload.update(setup=self.setup, function=self._answer, name=self._answer_name)
+            reply = self.ctx.measure(entry, payload)
+            found = reply.get("results") if type(reply) is dict else None
+            if type(found) is not list or len(found) != len(indexes):
+                load_error = reply.get("load_error") if type(reply) is dict else None
+                why = f" (the answer could not be loaded: {excerpt(load_error, 200)})" if load_error else ""
+                raise ReplyError(f"re-running the captured graphs gave no readable result{why}")
+            for i, one in zip(indexes, found, strict=True):
+                replies[i] = one
+        return replies
 
     def time(self, name: str, *args, backend: str | None = None, calls: int = 20, now: bool = False) -> Timing:
         shipped = _Shipped(self.test_source)

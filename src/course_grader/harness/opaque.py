@@ -1,0 +1,142 @@
+"""Graph nodes that call the student's own code: the three ways to keep an untraceable call in one graph.
+
+Dynamo puts a call it does not trace into into the graph as one node (ex09):
+
+* a ``torch.library.custom_op`` the answer defines: ``call_function`` of ``torch.ops.NS.NAME.OVERLOAD``;
+* a ``torch._dynamo.nonstrict_trace`` function: two ``get_attr`` nodes (``FN_callable``, the function,
+  and ``FN_input_spec``, the pytree layout of its arguments, sent as ``treespec_dumps`` text) and a
+  ``call_function`` of Dynamo's ``flat_apply_capture`` on them and the flattened arguments;
+* a ``torch.compiler.allow_in_graph`` function: ``call_function`` of ``__measured__.FN``.
+
+Such a graph cannot be re-run without the student's code. The grader (``verdict.graphcheck``) accepts
+these nodes only when the answer cell's ``allow`` list names the decorator, and has the graph re-run
+with :class:`AnswerCode` in a sandboxed child of its own that loads the answer (allow-listed again) and
+resolves each node to what the answer itself defined: the op of a ``CustomOpDef`` the answer holds, or
+a function of the answer's own namespace. The patterns are written here once, for both sides.
+
+What it does not do: trust the answer. The re-run's results are compared by the grader with what the
+student's child reported, and on new secret inputs with the test's reference.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+
+MEASURED_MODULE = "__measured__"   # the ``__name__`` of a measured namespace (``allowlist.measured_namespace``)
+
+# the allow-list entries that let a graph call the answer's code, and the kind of node each one makes
+ALLOW_KINDS = {"torch.library.custom_op": "custom_op", "torch._dynamo.nonstrict_trace": "nonstrict_trace",
+               "torch.compiler.allow_in_graph": "allow_in_graph", "torch._dynamo.allow_in_graph": "allow_in_graph"}
+_IDENT = r"(?!__)[A-Za-z_][A-Za-z0-9_]{0,100}"
+CUSTOM_OP = re.compile(r"torch\.ops\.([a-z][a-z0-9_]{0,60})\.([A-Za-z][A-Za-z0-9_]{0,100})"
+                       r"\.([A-Za-z][A-Za-z0-9_]{0,40})")
+TORCH_NAMESPACES = frozenset({"aten", "prims", "higher_order", "inductor", "profiler", "quantized", "rngprims",
+                              "c10d", "debugprims", "mkldnn", "mkl", "onednn", "quantized_decomposed"})
+FLAT_APPLY = "torch._dynamo.variables.torch.flat_apply_capture"
+CALLABLE = re.compile(rf"({_IDENT}?)_callable(?:_\d{{1,3}})?")
+INPUT_SPEC = re.compile(rf"({_IDENT}?)_input_spec(?:_\d{{1,3}})?")
+ANSWER_FUNCTION = re.compile(rf"{re.escape(MEASURED_MODULE)}\.({_IDENT})")
+MAX_SPEC_CHARS = 20_000
+MAX_SPEC_NODES = 200
+SPEC_TYPES = frozenset({None, "builtins.tuple", "builtins.list", "builtins.dict"})
+
+
+def kinds_allowed(allow) -> frozenset[str]:
+    """The kinds of answer-calling node a solution cell's ``allow`` list admits."""
+    return frozenset(ALLOW_KINDS[a] for a in allow if a in ALLOW_KINDS)
+
+
+def node_kind(node: dict) -> str | None:
+    """``"custom_op"``, ``"nonstrict_trace"`` or ``"allow_in_graph"`` for a node (as ``graph_data`` writes it)
+    that calls or names the answer's code; None for any other node."""
+    op, target = node.get("op"), node.get("target")
+    if type(target) is not str:
+        return None
+    if op == "call_function":
+        found = CUSTOM_OP.fullmatch(target)
+        if found and found.group(1) not in TORCH_NAMESPACES:
+            return "custom_op"
+        if target == FLAT_APPLY:
+            return "nonstrict_trace"
+        if ANSWER_FUNCTION.fullmatch(target):
+            return "allow_in_graph"
+    if op == "get_attr" and (CALLABLE.fullmatch(target) or INPUT_SPEC.fullmatch(target)):
+        return "nonstrict_trace"
+    return None
+
+
+def spec_problem(text: object) -> str | None:
+    """None when ``text`` is a ``treespec_dumps`` of plain tuples, lists and dicts of leaves."""
+    if type(text) is not str or len(text) > MAX_SPEC_CHARS:
+        return "an argument layout that is missing or too long"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "an argument layout that is not JSON"
+    if type(data) is not list or len(data) != 2 or type(data[1]) is not dict:
+        return "an argument layout of an unexpected form"
+    stack, count = [data[1]], 0
+    while stack:
+        spec = stack.pop()
+        count += 1
+        if count > MAX_SPEC_NODES or type(spec) is not dict or set(spec) != {"type", "context", "children_spec"}:
+            return "an argument layout of an unexpected form"
+        if spec["type"] not in SPEC_TYPES or type(spec["children_spec"]) is not list:
+            return "an argument layout with other containers than tuples, lists and dicts"
+        stack.extend(spec["children_spec"])
+    return None
+
+
+class AnswerCode:
+    """In a replaying child, after the answer is loaded into ``scope``: the answer's objects for the nodes of
+    :func:`node_kind`. A custom op node runs the op of a ``CustomOpDef`` the answer binds to a top-level
+    name (``OP = make_op()``), never an op found by its name alone: that could be torch's."""
+
+    def __init__(self, scope: dict):
+        from torch._library.custom_ops import CustomOpDef  # what torch.library.custom_op returns
+
+        self.scope = scope
+        self.ops = {f"torch.ops.{v._namespace}.{v._name}": v for v in scope.values() if isinstance(v, CustomOpDef)}
+
+    def _function(self, name: str):
+        fn = self.scope.get(name)
+        if not isinstance(fn, types.FunctionType):
+            raise ValueError(f"the graph calls {name[:60]!r}, which is no function of the answer's cell")
+        return fn
+
+    def get_attr(self, target: str):
+        """``FN_callable``: the answer's function FN; ``FN_input_spec``: a marker (the spec travels as data)."""
+        found = CALLABLE.fullmatch(target)
+        if found:
+            return self._function(found.group(1))
+        raise ValueError(f"the graph reads {target[:60]!r}, which a replay does not provide")
+
+    def call(self, node: dict):
+        """The callable a ``call_function`` node of :func:`node_kind` runs."""
+        target = node["target"]
+        kind = node_kind(node)
+        if kind == "custom_op":
+            packet, _, overload = target.rpartition(".")
+            found = self.ops.get(packet)
+            op = getattr(found._opoverload, "overloadpacket", None) if found is not None else None
+            if op is None or overload not in op.overloads():
+                raise ValueError(f"the graph calls {target[:80]!r}, which is no op of the answer's cell")
+            return getattr(op, overload)
+        if kind == "allow_in_graph":
+            fn = self._function(ANSWER_FUNCTION.fullmatch(target).group(1))
+            if fn.__globals__ is not self.scope:
+                raise ValueError(f"{target[:60]!r} is not defined by the answer's cell")
+            return fn
+        if kind == "nonstrict_trace":
+            return self._flat_apply
+        raise ValueError(f"the graph calls {target[:60]!r}, which a replay does not run")
+
+    def _flat_apply(self, fn, spec, *flat):
+        """What Dynamo's ``flat_apply_capture`` does: call ``fn`` on the arguments rebuilt from ``spec``,
+        and return its result flattened."""
+        from torch.utils import _pytree as pytree
+
+        args, kwargs = pytree.tree_unflatten(list(flat), pytree.treespec_loads(spec))
+        return pytree.tree_flatten(fn(*args, **kwargs))[0]

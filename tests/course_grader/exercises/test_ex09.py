@@ -1,0 +1,113 @@
+"""ex09 graded from its notebook's test cells: one graph around a call Dynamo cannot trace.
+
+The graph a custom op or a ``nonstrict_trace`` answer compiles to calls the answer's own code; the grader
+re-runs it in a child that loads the answer (``harness.opaque``). These tests grade the samples' answers
+in-process and check that each test can fail for the reason it names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SAMPLES = json.loads((Path(__file__).resolve().parents[3] / "solutions" / "ex09_opaque_call.samples.json")
+                     .read_text(encoding="utf-8"))
+TESTS = ("ex09-test-values", "ex09-test-graph", "ex09-hidden-values", "ex09-hidden-gain")
+
+
+def answer(sample: str) -> dict[str, str]:
+    return {"ex09-answer": SAMPLES[sample]["replace"]["ex09-answer"]}
+
+
+def passed(verdicts) -> set[str]:
+    return {k for k, v in verdicts.items() if v.passed and k in TESTS}
+
+
+def test_model_answer_passes_every_test(grade_with, model_cells):
+    verdicts = grade_with("ex09", model_cells("ex09"))
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+
+
+def test_a_custom_op_answer_is_graded_in_full(grade_with):
+    # torch.library.custom_op is allowed by the cell; its graph is re-run with the answer's op loaded
+    verdicts = grade_with("ex09", answer("honest-custom-op"))
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+
+
+@pytest.mark.parametrize("sample", ["partial-allow-in-graph-stale", "partial-nonstrict-reads-global",
+                                    "partial-frozen-gain"])
+def test_a_stale_global_shortcut_fails_only_the_gain_test(grade_with, sample):
+    verdicts = grade_with("ex09", answer(sample))
+    assert passed(verdicts) == set(TESTS) - {"ex09-hidden-gain"}, {k: v.message for k, v in verdicts.items()}
+    assert "GAIN = 2.5" in verdicts["ex09-hidden-gain"].message
+
+
+def test_calling_the_original_fails_the_graph_test_with_torchs_reason(grade_with):
+    verdicts = grade_with("ex09", answer("hostile-calls-original"))
+    assert passed(verdicts) == {"ex09-test-values", "ex09-hidden-values"}
+    assert "raised" in verdicts["ex09-test-graph"].message
+
+
+def test_an_op_that_fails_opcheck_fails_the_graph_test(grade_with):
+    # the fake kernel claims another dtype than the real one returns: opcheck's fake-tensor check sees it
+    source = answer("honest-custom-op")["ex09-answer"].replace(
+        "return torch.empty_like(h)", "return torch.empty_like(h, dtype=torch.float64)")
+    verdicts = grade_with("ex09", {"ex09-answer": source})
+    assert not verdicts["ex09-test-graph"].passed
+
+
+def test_a_graph_calling_the_answer_is_refused_when_the_cell_does_not_allow_it():
+    from course_grader.verdict import graphcheck
+
+    graph = {"nodes": [
+        {"op": "placeholder", "name": "l_x_", "target": "L_x_", "args": {"tuple": []}, "kwargs": {"kwargs": {}},
+         "source": "L['x']"},
+        {"op": "call_function", "name": "op", "target": "torch.ops.ex09.salted_scale.default",
+         "args": {"tuple": [{"node": "l_x_"}, "ffn", 1.5]}, "kwargs": {"kwargs": {}}},
+        {"op": "output", "name": "output", "target": "output", "args": {"tuple": [{"tuple": [{"node": "op"}]}]},
+         "kwargs": {"kwargs": {}}}]}
+    assert "allow list" in graphcheck.validate(graph)
+    assert graphcheck.validate(graph, frozenset({"custom_op"})) is None
+    assert graphcheck.calls_answer(graph)
+    graph["nodes"][1]["target"] = "torch.ops.aten.mul.Tensor"   # torch's own op: a plain replay
+    assert graphcheck.validate(graph, frozenset({"custom_op"})) is None
+    assert not graphcheck.calls_answer(graph)
+
+
+def test_a_nonstrict_call_must_pass_the_function_and_its_own_layout():
+    from course_grader.verdict import graphcheck
+
+    spec = '[1, {"type": "builtins.tuple", "context": "null", "children_spec": []}]'
+    nodes = [
+        {"op": "placeholder", "name": "l_x_", "target": "L_x_", "args": {"tuple": []}, "kwargs": {"kwargs": {}},
+         "source": "L['x']"},
+        {"op": "get_attr", "name": "f_callable", "target": "f_callable", "args": {"tuple": []},
+         "kwargs": {"kwargs": {}}},
+        {"op": "get_attr", "name": "g_input_spec", "target": "g_input_spec", "args": {"tuple": []},
+         "kwargs": {"kwargs": {}}, "spec": spec},
+        {"op": "call_function", "name": "flat", "target": "torch._dynamo.variables.torch.flat_apply_capture",
+         "args": {"tuple": [{"node": "f_callable"}, {"node": "g_input_spec"}, {"node": "l_x_"}]},
+         "kwargs": {"kwargs": {}}},
+        {"op": "output", "name": "output", "target": "output", "args": {"tuple": [{"tuple": [{"node": "flat"}]}]},
+         "kwargs": {"kwargs": {}}}]
+    kinds = frozenset({"nonstrict_trace"})
+    assert "unexpected form" in graphcheck.validate({"nodes": nodes}, kinds)   # f's function, g's layout
+    nodes[2].update(name="f_input_spec", target="f_input_spec")
+    nodes[3]["args"]["tuple"][1] = {"node": "f_input_spec"}
+    assert graphcheck.validate({"nodes": nodes}, kinds) is None
+    nodes[2]["spec"] = spec.replace("builtins.tuple", "collections.OrderedDict")
+    assert "containers" in graphcheck.validate({"nodes": nodes}, kinds)
+
+
+def test_the_allow_list_opens_a_denied_part_only_along_the_listed_path():
+    from course_grader.harness.allowlist import AllowListError, extract_function, for_cell
+
+    allowed = for_cell({"torch"}, set(), ["torch.library.custom_op"])
+    extract_function("def f():\n    return torch.library.custom_op\n", "f", allowed)
+    for refused in ("torch.library.Library", "torch.library.opcheck", "torch.library.custom_op.__call__"):
+        with pytest.raises(AllowListError):
+            extract_function(f"def f():\n    return {refused}\n", "f", allowed)
+    with pytest.raises(AllowListError, match="loads code"):
+        extract_function("def f():\n    return torch.library.custom_op\n", "f", for_cell({"torch"}, set(), []))
