@@ -526,7 +526,7 @@ CASES: list[Case] = [
              f"'{g}': ['cpp_fused_mul_sin_0', 'cpp_fused_gt_relu_sum_0', 'cpp_fused_cos_sub_0', "
              "'cpp_fused_gt_sum_0', 'cpp_fused_cos_0']" for g in ("0/0", "1/0", "2/0", "1/1", "3/0")) + "}\n"}),
     # ---- ex09: an opaque call
-    Case("honest-renamed-nonstrict", "ex09", 4, "the nonstrict_trace answer with other names, a module alias "
+    Case("honest-renamed-nonstrict", "ex09", 8, "the nonstrict_trace answer with other names, a module alias "
          "and keyword arguments in the traced code",
          replace={"ex09-answer": (
              "def _times_salt(hidden, channel, factor):\n"
@@ -538,8 +538,9 @@ CASES: list[Case] = [
              "    return times_salt(hidden, name, GAIN)\n")}),
     Case("adv-stale-default-gain", "ex09", 2, "reads GAIN once, as a default argument: right while GAIN keeps "
          "its first value (public cases), wrong after the serving code changes it",
-         open="ex09's graded tests call the answer eagerly with GAIN unchanged (the gap its statement names; "
-              "issue 28, the lessons helper)",
+         open="written for the 4-point ex09, whose tests called the answer eagerly with GAIN unchanged; ex09 now "
+              "has 8 points and ex09-hidden-gain changes GAIN (the bundled stale samples get 6/8): its fair "
+              "verdict is to be set again from a graded run",
          replace={"ex09-answer": (
              "_SALTED = torch._dynamo.nonstrict_trace(lambda h, name, gain: h * (channel_salt(name) * gain))\n\n\n"
              "def scaled_block_fixed(x, w, name, gain=GAIN):\n"
