@@ -81,7 +81,7 @@ def run(label: str, subs: Path, out: Path, store: Path, address: str | None = No
     import distributed
 
     from course_grader.pipeline.cluster import DaskExecutor
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
     from course_grader.results.gradebook import Gradebook
 
     _use_store(str(store))

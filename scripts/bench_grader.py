@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_grader.py [--jobs 1 2] [--kinds correct unanswered partial]
 
 Grades the sample submissions of the given kinds (tests/samples/submissions; by default the
-ones without deliberate timeouts) with ``course_grader.pipeline.orchestrate.grade_class`` -- the one
+ones without deliberate timeouts) with ``course_grader.pipeline.grade_class.grade_class`` -- the one
 function ``course grade`` calls -- into a fresh output folder per setting, and prints:
 
 * submissions per minute, with and without the once-per-run set-up (sandbox start and the
@@ -36,7 +36,7 @@ from bench_class import write_distinct  # noqa: E402
 
 def bare_kernel_seconds(n: int = 3) -> list[float]:
     """Wall time of a sandboxed kernel that runs one empty cell, ``n`` times, after the host is up."""
-    from course_grader.pipeline.orchestrate import instructor_paths
+    from course_grader.pipeline.session import instructor_paths
     from course_grader.sandbox import GradingHost, Limits
 
     times = []
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     p.add_argument("--kinds", nargs="+", default=["correct", "unanswered", "partial"])
     args = p.parse_args(argv)
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
 
     work = Path(tempfile.mkdtemp(prefix="bench-grader-"))
     try:

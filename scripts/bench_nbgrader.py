@@ -19,7 +19,7 @@ a real class, so our grader cannot answer it from the measurements of the warm-u
   inserted where the student copy lacks them. nbgrader has no --jobs: "2 workers" means two
   ``nbgrader autograde`` processes at once, each on its own course folder with half the
   students (wall time: the slower one);
-* by ours: ``course_grader.pipeline.orchestrate.grade_class`` (the function ``course grade`` calls)
+* by ours: ``course_grader.pipeline.grade_class.grade_class`` (the function ``course grade`` calls)
   with --jobs 1 and 2, into a throwaway output folder, twice. Its wall time includes starting
   the sandbox and the warm-up. The "first run" starts from an empty warm-up store
   (``$COURSE_GRADER_STORE``, a temporary folder): it grades the model answers, as the first
@@ -234,7 +234,7 @@ def bench_nbgrader(venv: Path, samples, workers: int, work: Path, env: dict) -> 
 def bench_ours(samples, workers: int, work: Path, store: Path, label: str):
     """Wall time of ``grade_class`` over the samples, its warm-up kept in ``store``."""
     from course_grader.pipeline import cache_store
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
 
     subs = work / f"ours-subs-{workers}-{label}"
     subs.mkdir()

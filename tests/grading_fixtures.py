@@ -153,7 +153,7 @@ def stub_verdicts(ex: Exercise):
 @pytest.fixture
 def grade_fake():
     """``grade_fake(subs, out, **kw)``: ``grade_class`` with ``FakeHost`` and ``stub_verdicts``."""
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
 
     def run(subs, out, **kw):
         kw.setdefault("host_factory", lambda hide, cache, limits: FakeHost())

@@ -55,7 +55,7 @@ class HandinCheck:
 
 
 def _read(solutions: Path | None):
-    from course_grader.pipeline.orchestrate import read_exercises
+    from course_grader.pipeline.submission import read_exercises
 
     return read_exercises(solutions or SOLUTIONS, HandinError)
 

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from course_grader.config import GradeOptions, describe
-from course_grader.pipeline.orchestrate import grade_class
+from course_grader.pipeline.grade_class import grade_class
 
 
 def test_every_setting_says_what_it_does():

@@ -34,11 +34,11 @@ def test_the_key_keeps_the_version_for_humans_and_is_computed_once():
 
 
 def test_a_changed_grader_regrades_instead_of_keeping_old_verdicts(tmp_path, submission, grade_fake, monkeypatch):
-    import course_grader.pipeline.orchestrate as orchestrate
+    import course_grader.pipeline.grade_class as grading
     submission("rae", "ex01")
     first = grade_fake(tmp_path / "subs", tmp_path / "out")
     assert len(first.graded) == 1
     assert grade_fake(tmp_path / "subs", tmp_path / "out").skipped == 1
-    monkeypatch.setattr(orchestrate, "grader_key", lambda: GRADER_VERSION + "+another-grader")
+    monkeypatch.setattr(grading, "grader_key", lambda: GRADER_VERSION + "+another-grader")
     again = grade_fake(tmp_path / "subs", tmp_path / "out")
     assert len(again.graded) == 1 and again.skipped == 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import nbformat
 
-from course_grader.pipeline.orchestrate import grade_class, verdict_module
+from course_grader.pipeline.grade_class import grade_class, verdict_module
 from course_grader.results.gradebook import Gradebook
 
 WEAK_FIXTURE = ("def check_equivalent(reference, candidate):\n"

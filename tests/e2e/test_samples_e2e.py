@@ -8,7 +8,7 @@ CPU limits and are re-run alone: about 7 minutes of it). This is the only place 
 them are graded, under the full limits: run it after changing the grader, the
 sandbox or the samples. ``make test`` leaves it out; ``make course`` grades one sample
 of each kind (``course_grader.samples.demo``, its infinite loop under a few CPU-seconds
-a cell), with the same expectations (``orchestrate.grade_samples`` here).
+a cell), with the same expectations (``samples.expectations.grade_samples`` here).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The format is described in docs/exercise-format.md. Each cell that matters to
 grading carries ``metadata.course = {"id", "kind", "points"?, "rubric"?, "grader"?}``;
 the nbformat cell id equals the course id. Release (``course_grader.exercise.release``),
-grading (``course_grader.pipeline.orchestrate``), the sample maker and the tests all read
+grading (``course_grader.pipeline``), the sample maker and the tests all read
 solution notebooks through ``Exercise.load`` and nothing else.
 
 Validation happens here, in one place, so a malformed source fails the same

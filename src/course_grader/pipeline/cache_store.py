@@ -1,7 +1,7 @@
 """The warm-up, kept from one grading run to the next.
 
 Before any student code runs, a run grades each exercise's model answers
-(``orchestrate.warm_up``). That fills a compile cache which student kernels then see
+(``pipeline.warmup``). That fills a compile cache which student kernels then see
 read-only (copy-on-write), makes the instructor's reference measurements, and proves the
 exercise's verdicts work: the model answers must get full auto marks. Without a store
 each run paid all of it again, cold inductor compiles included, though the model

@@ -1,6 +1,6 @@
 """The demonstration grading of ``course run``: one bundled sample of each kind, graded for real.
 
-Grading all 112 bundled samples (``orchestrate.grade_samples``) takes about 10 minutes on two
+Grading all 112 bundled samples (``samples.expectations.grade_samples``) takes about 10 minutes on two
 busy cores, 7 of them on the two infinite loops, which run into the full CPU limits
 (``sandbox.Limits``: 60 CPU-s a cell, each loop confirmed by a second run alone). The tests
 grade them all (``tests/e2e/test_samples_e2e.py``). ``course run`` shows a student
@@ -80,7 +80,7 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutio
     ``kwargs`` go to both ``grade_class`` calls (tests pass a fake host)."""
     from course_grader.errors import GraderError
     from course_grader.exercise.model import load_exercises
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
     from course_grader.results.export import export_grades, export_review
     from course_grader.results.feedback import render_all
     from course_grader.results.gradebook import Gradebook

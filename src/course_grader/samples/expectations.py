@@ -11,7 +11,7 @@ from pathlib import Path
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
 from course_grader.errors import GraderError
-from course_grader.pipeline.orchestrate import grade_class
+from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.samples import make_samples
 

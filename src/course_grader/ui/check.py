@@ -3,12 +3,12 @@
   course check FILE                            load, integrity, answers, public tests' verdicts
   course submit FILE --student ID [--out DIR]  write DIR/ID__exNN_slug.ipynb (default DIR: handin/)
 
-Both run the grader's own steps, not copies (``course_grader.pipeline.orchestrate``): ``load_submission``
+Both run the grader's own steps, not copies (``course_grader.pipeline.submission``): ``load_submission``
 (the same limits and rejection reasons), ``match_cells`` (``integrity.check``: its flags, notices
 and rejections), then :mod:`course_grader.exercise.answers` (every answer present and readable, judged by
-the verdicts' own parsers). ``course check`` then grades the file with ``grade_one`` (the same
-verdict code, flag voiding and fault reasons as ``course grade``, without the feedback run),
-in the grader's ``GradingHost``, and shows the public tests only: of the hidden tests it says
+the verdicts' own parsers). ``course check`` then grades the file with ``GradingSession.grade_one``
+(``course_grader.pipeline.session``: the same verdict code, flag voiding and fault reasons as
+``course grade``, without the feedback run), in the grader's ``GradingHost``, and shows the public tests only: of the hidden tests it says
 how many there are and their points. Not root, the host confines what it can and otherwise
 runs unconfined (as ``course grade --unconfined``), and one line says which: it is the
 student's own code on the student's own machine.
@@ -48,7 +48,7 @@ from course_grader.intake.discover import (
 )
 from course_grader.intake.integrity import Checked
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_bytes
-from course_grader.pipeline.orchestrate import load_submission, match_cells, read_exercises
+from course_grader.pipeline.submission import load_submission, match_cells, read_exercises
 from course_grader.results.shown import printable
 from course_grader.status import Confinement
 
@@ -277,21 +277,19 @@ class _Ticker:
         self.thread.join()
 
 
-def _stored_warm_up(ex: Exercise, exercises: dict[str, Exercise], folder: Path, cache) -> bool:
-    """Start from the compile cache and replies of an identical grading run's warm-up, when this
-    machine's store holds one for ``ex`` (``cache_store``; root-only, so usually only for root)."""
+def _stored_entry(exercises: dict[str, Exercise]):
+    """This machine's stored warm-up of an identical grading run (``cache_store``; root-only, so usually
+    only for root), or None: none here, or another user's (then nothing is created)."""
     from course_grader import grader_key
     from course_grader.pipeline import cache_store
-    from course_grader.pipeline.orchestrate import reuse_entry
 
     store = cache_store.default_store()
     try:
         if not store.is_dir() or not os.access(store, os.R_OK | os.W_OK | os.X_OK):
-            return False   # none here, or another user's (root's): a cold start, nothing created
-        entry, _ = cache_store.open_entry({e.id: e.sha256 for e in exercises.values()}, grader_key(), store)
-        return entry is not None and reuse_entry(entry, [ex], folder, cache)
+            return None
+        return cache_store.open_entry({e.id: e.sha256 for e in exercises.values()}, grader_key(), store)[0]
     except OSError:
-        return False
+        return None
 
 
 def is_root() -> bool:
@@ -310,19 +308,14 @@ def confinement_line(host) -> str:
 
 def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: Path = SOLUTIONS,
                   host_factory=None, verdict_for=None):
-    """The grader's ``grade_one`` on this file, without the feedback run: an ``Attempt`` (hidden
-    tests' messages already dropped by ``orchestrate.verdicts``). ``host_factory(hide, compile_cache,
+    """The grader's ``GradingSession.grade_one`` on this file, without the feedback run: an ``Attempt``
+    (hidden tests' messages already dropped by ``pipeline.verdicts``). ``host_factory(hide, compile_cache,
     limits)`` and ``verdict_for`` exist for tests, as in ``grade_class``; by default the sandbox's
     ``GradingHost`` and the exercise's test cells. Raises ``GraderError``."""
+    from course_grader.config import GradeOptions
     from course_grader.pipeline import cache_store
-    from course_grader.pipeline.orchestrate import (
-        Job,
-        ReplyCache,
-        default_host,
-        grade_one,
-        instructor_paths,
-        verdict_module,
-    )
+    from course_grader.pipeline.session import GradingSession, instructor_paths
+    from course_grader.pipeline.submission import Job
 
     ex = insp.ex
     with ExitStack() as stack:
@@ -332,19 +325,20 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
             BUILD.mkdir(parents=True, exist_ok=True)   # hidden from the runs only if it exists first
         except OSError:
             pass
-        cache = ReplyCache()
-        compile_cache = None
+        compile_cache = entry = None
         if host_factory is None and verdict_for is None:
             compile_cache = cache_store.new_folder(run_dir)
-            if _stored_warm_up(ex, exercises, compile_cache, cache):
-                say("      (starting from this machine's compile cache of an identical grading run)")
-        job = Job(insp.loaded.candidate, insp.loaded, ex, "check", [])
-        host = stack.enter_context((host_factory or default_host)(instructor_paths(solutions, run_dir),
-                                                                   compile_cache, None))
-        if line := confinement_line(host):
+            entry = _stored_entry(exercises)
+        options = GradeOptions(solutions=solutions, progress=False, host_factory=host_factory,
+                               verdict_for=verdict_for)
+        hide = instructor_paths(solutions, run_dir, *([entry.store] if entry else []))
+        session = stack.enter_context(GradingSession.open(hide, options, compile_cache=compile_cache, entry=entry))
+        if session.reuse_stored([ex]):   # no warm-up of its own: a check grades no model answer
+            say("      (starting from this machine's compile cache of an identical grading run)")
+        if line := confinement_line(session.host):
             say(f"      {line}")
         with _Ticker("still measuring"):
-            return grade_one(job, host, verdict_for or verdict_module, cache, feedback=False)
+            return session.grade_one(Job(insp.loaded.candidate, insp.loaded, ex, "check", []), feedback=False)
 
 
 def run_public_tests(insp: Inspection, exercises: dict[str, Exercise], solutions: Path = SOLUTIONS,

@@ -117,7 +117,7 @@ def _out_dir(args) -> Path | None:
     if args.out:
         return args.out
     if args.submissions:
-        from course_grader.pipeline.orchestrate import default_out_dir
+        from course_grader.pipeline.grade_class import default_out_dir
         from course_grader.results.private import grading_root
 
         if why := grading_root()[1]:
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from course_grader.config import GradeOptions
     from course_grader.errors import GraderError, UsageError
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
     from course_grader.results.gradebook import Gradebook
 
     limits = None

@@ -4,7 +4,7 @@
 on a ``GradeContext`` whose ``measure`` calls ``course_grader.harness.child.<entry>`` in this process,
 with the payload and
 the reply sent through JSON and ``protocol.check_json`` as the sandbox would. Its
-successful replies are kept in one ``orchestrate.ReplyCache`` per test process, as a
+successful replies are kept in one ``pipeline.replies.ReplyCache`` per test process, as a
 grading run keeps them: a payload without student code (a reference measurement, ex02's
 key) is measured once, and every test is judged against the same reply.
 ``model_cells(exercise_id)`` is the model answer's solution cells (markers removed).
@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from course_grader.pipeline.orchestrate import ReplyCache, _Measurer
+from course_grader.pipeline.replies import Measurer, ReplyCache
 from course_grader.verdict import testcells
 from course_grader.verdict.context import GradeContext
 from course_grader.wire.protocol import check_json
@@ -37,8 +37,8 @@ class _InProcessHost:
 
 
 def fake_measure(harness: str, cache: ReplyCache | None = None):
-    """``ctx.measure`` as grading builds it (``orchestrate._Measurer``), on the in-process host."""
-    return _Measurer(_InProcessHost(), harness, cache)
+    """``ctx.measure`` as grading builds it (``pipeline.replies.Measurer``), on the in-process host."""
+    return Measurer(_InProcessHost(), harness, cache)
 
 
 def _without_markers(source: str) -> str:

@@ -138,7 +138,8 @@ def exercises_points(report):
 
 
 def test_two_graders_of_one_key_warm_up_once(tmp_path, exercises, fake_host, monkeypatch):
-    from course_grader.pipeline.orchestrate import ReplyCache, warm_up
+    from course_grader.config import GradeOptions
+    from course_grader.pipeline.session import GradingSession
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "no-inductor-cache"))  # nothing to seed from
     store = tmp_path / "store"
@@ -150,9 +151,10 @@ def test_two_graders_of_one_key_warm_up_once(tmp_path, exercises, fake_host, mon
         folder = tmp_path / f"run{n}"
         folder.mkdir()
         host = _StoreHost(fake_host, folder, log, pause=1.0)
-        cache = ReplyCache()
-        reused = warm_up(host, [exercises["ex02"]], _probing_verdicts, False, cache, 1, folder, entry)
-        results.append((reused, sorted(p.name for p in folder.iterdir()), len(cache.replies)))
+        session = GradingSession(host, GradeOptions(progress=False, verdict_for=_probing_verdicts),
+                                 compile_cache=folder, entry=entry)
+        reused = session.warm_up([exercises["ex02"]])
+        results.append((reused, sorted(p.name for p in folder.iterdir()), len(session.cache.replies)))
 
     threads = [threading.Thread(target=grader, args=(n,)) for n in range(2)]
     for t in threads:
@@ -197,7 +199,7 @@ import sys, time
 from contextlib import contextmanager
 sys.path.insert(0, sys.argv[3])
 from grading_fixtures import FakeHost, stub_verdicts
-from course_grader.pipeline.orchestrate import grade_class
+from course_grader.pipeline.grade_class import grade_class
 
 class Stuck:
     def run_cell(self, source, cell_id=""):

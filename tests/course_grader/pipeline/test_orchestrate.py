@@ -10,7 +10,7 @@ import time
 import pytest
 
 from course_grader.errors import GraderError
-from course_grader.pipeline.orchestrate import default_out_dir, grade_class
+from course_grader.pipeline.grade_class import default_out_dir, grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
@@ -201,10 +201,10 @@ def test_equal_measuring_requests_are_answered_once_per_run(tmp_path, submission
 
 
 def test_a_notebook_that_breaks_matching_is_a_rejection(tmp_path, submission, grade_fake, monkeypatch):
-    import course_grader.pipeline.orchestrate as orchestrate
+    import course_grader.pipeline.submission as submission_step
 
     submission("una", "ex01")
-    monkeypatch.setattr(orchestrate, "check", lambda ex, nb: (_ for _ in ()).throw(TypeError("odd cell")))
+    monkeypatch.setattr(submission_step, "check", lambda ex, nb: (_ for _ in ()).throw(TypeError("odd cell")))
     report = grade_fake(tmp_path / "subs", tmp_path / "out", warm=False)
     assert report.ok and report.graded[0].status == "rejected" and "TypeError" in report.graded[0].reason
 

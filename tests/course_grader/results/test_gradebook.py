@@ -95,7 +95,7 @@ RUNNER = """
 import sys, time
 sys.path.insert(0, {here!r})
 from grading_fixtures import FakeHost, stub_verdicts
-from course_grader.pipeline.orchestrate import grade_class
+from course_grader.pipeline.grade_class import grade_class
 
 class SlowHost(FakeHost):
     def measure(self, *a):

@@ -89,7 +89,7 @@ def test_demo_grading_grades_the_cpu_limit_sample_apart_and_writes_one_index(tmp
 def test_the_infinite_loop_gets_its_expected_reason_under_the_demo_limits(tmp_path):
     """The real sandbox: the loop sample, graded as course run grades it, still gets zero and a CPU reason."""
     from course_grader.exercise.model import load_exercises
-    from course_grader.pipeline.orchestrate import grade_class
+    from course_grader.pipeline.grade_class import grade_class
     from course_grader.results.gradebook import Gradebook
     from course_grader.samples import notebook_bytes, samples_for
     from course_grader.samples.expectations import check_expectations

@@ -19,7 +19,7 @@ import pytest
 
 from course_grader.exercise.release import answered_notebook, student_notebook
 from course_grader.intake.discover import STUDENT_ID_RULE, discover
-from course_grader.pipeline.orchestrate import grade_class
+from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.samples import make_samples
 from course_grader.ui import check as student

@@ -59,15 +59,15 @@ def test_import_review_through_the_cli(tmp_path, submission, grade_fake, capsys)
 @pytest.fixture
 def cli_fake(monkeypatch, fake_host, stub_verdicts):
     """``course grade DIR`` through the real CLI, graded with the test doubles (no sandbox, no store)."""
-    import course_grader.pipeline.orchestrate as orchestrate
+    import course_grader.pipeline.grade_class as grading
 
-    real = orchestrate.grade_class
+    real = grading.grade_class
 
     def fake(*a, **kw):
         kw.update(host_factory=lambda hide, cache, limits: fake_host(), verdict_for=stub_verdicts)
         return real(*a, **kw)
 
-    monkeypatch.setattr(orchestrate, "grade_class", fake)
+    monkeypatch.setattr(grading, "grade_class", fake)
 
 
 @pytest.mark.parametrize("name", ["ex9", "ex02_nope", "ex2", ""])

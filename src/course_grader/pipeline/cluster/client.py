@@ -1,10 +1,10 @@
 """The client's side of cluster grading: submit each submission as a Dask task, take attempts back.
 
-``DaskExecutor(address).session(...)`` is what ``grade_class(..., executor=...)`` uses in place of
-a local host and thread pool. It sends every worker a :func:`worker.prepare_task` (start its
-host, warm it with the run's exercises), submits one :func:`worker.grade_task` per submission and
-yields the results as they complete (``distributed.as_completed``) to ``orchestrate._grade_jobs``,
-which records them in this process's gradebook. A second run (a measuring timeout or a dead child
+``DaskExecutor(address)`` is an executor (``pipeline.schedule.Executor``): ``grade_class(..., executor=...)``
+uses its ``session(setup)`` in place of the local one. Its ``prepare`` sends every worker a
+:func:`worker.prepare_task` (start its host, warm it with the run's exercises); ``first_pass``
+submits one :func:`worker.grade_task` per submission and yields the results as they complete
+(``distributed.as_completed``) to ``schedule.grade_jobs``, which records them in this process's gradebook. A second run (a measuring timeout or a dead child
 in the first) is submitted alone, after every first run has finished, as in local grading.
 
 What happens when things die:
@@ -24,7 +24,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from distributed import Client, as_completed
 from distributed.client import FutureCancelledError
@@ -52,10 +51,11 @@ def _killed_worker_type():
 
 
 class ClusterSession:
-    """One grading run on a cluster: ``first_pass``, ``alone``, then the workers' warm-up figures."""
+    """One grading run on a cluster: ``prepare``, ``first_pass``, ``alone``, then the workers' warm-up figures."""
 
     def __init__(self, client: Client, spec: RunSpec):
         self.client, self.spec = client, spec
+        self.prepared: list = []                  # kept until the first pass ends: a released future is cancelled
         self.warm_s = 0.0
         self.cached_replies = 0
         self.sandbox_notices: list[str] = []      # what a worker's sandbox could not set up, by worker
@@ -65,16 +65,16 @@ class ClusterSession:
         # deterministic: a task already queued for the same run and submission is reused, never doubled
         return f"course-grade-{self.spec.key}-{job.key[:24]}-{'alone' if final else 'first'}"
 
-    def _prepare(self, todo) -> list:
+    def prepare(self, todo) -> None:
         """One ``prepare_task`` per worker now in the cluster, ahead of any submission: each starts its
-        host and warms it with every exercise of the run, two at a time, as ``grade_class`` does."""
+        host and warms it with every exercise of the run, two at a time, as a local run does."""
         exercises = list({job.ex.id: job.ex for job in todo}.values())
-        return [self.client.submit(prepare_task, self.spec, exercises, workers=[address], allow_other_workers=False,
-                                   priority=PREPARE_PRIORITY, key=f"course-prepare-{self.spec.key}-{n}-{address}")
-                for n, address in enumerate(sorted(self.client.nthreads()))]
+        self.prepared = [self.client.submit(prepare_task, self.spec, exercises, workers=[address],
+                                            allow_other_workers=False, priority=PREPARE_PRIORITY,
+                                            key=f"course-prepare-{self.spec.key}-{n}-{address}")
+                         for n, address in enumerate(sorted(self.client.nthreads()))]
 
     def first_pass(self, todo) -> Iterator[tuple[object, object]]:
-        prepared = self._prepare(todo)      # kept until the first pass ends: a released future is cancelled
         futures = {self.client.submit(grade_task, self.spec, job, False, key=self._key(job, False)): job
                    for job in todo}
         try:
@@ -83,8 +83,9 @@ class ClusterSession:
                 self._stop_on_setup_error(fut)
                 yield job, self._outcome(fut)
         finally:
-            for fut in [*futures, *prepared]:      # grading futures are left only when the run stops early
+            for fut in [*futures, *self.prepared]:      # grading futures are left only when the run stops early
                 fut.cancel()
+            self.prepared = []
 
     def alone(self, job):
         fut = self.client.submit(grade_task, self.spec, job, True, key=self._key(job, True))
@@ -122,6 +123,8 @@ class ClusterSession:
 
     def finish(self) -> None:
         """Collect the workers' warm-up figures and close this run's hosts on them."""
+        for fut in self.prepared:      # a run stopped before its first pass
+            fut.cancel()
         try:
             stats = self.client.run(run_stats, self.spec.key)
             self.warm_s = max((s["warm_s"] for s in stats.values()), default=0.0)
@@ -140,18 +143,21 @@ class DaskExecutor:
         self.address = address
 
     @contextmanager
-    def session(self, hide: list[Path], limits, warm: bool, progress: bool, host_factory=None,
-                verdict_for=None, unconfined: bool = False, exercise_hashes: dict | None = None
-                ) -> Iterator[ClusterSession]:
+    def session(self, setup) -> Iterator[ClusterSession]:
+        """A run of ``setup`` (``schedule.RunSetup``: its hidden folders, options and exercise hashes;
+        each worker keeps its own compile cache and stored warm-up)."""
         from course_grader import grader_key
         from course_grader.errors import GraderError
 
-        from ..orchestrate import default_host, verdict_module
+        from ..session import default_host
+        from ..verdicts import verdict_module
 
-        spec = RunSpec(tuple(str(p) for p in hide), limits, warm, progress, grader_key(), runtime(),
-                       None if host_factory in (None, default_host) else host_factory,
-                       None if verdict_for in (None, verdict_module) else verdict_for, unconfined,
-                       tuple(sorted((exercise_hashes or {}).items()))).with_key()
+        options = setup.options
+        spec = RunSpec(tuple(str(p) for p in setup.hide), options.limits, options.warm, options.progress,
+                       grader_key(), runtime(),
+                       None if options.host_factory in (None, default_host) else options.host_factory,
+                       None if options.verdict_for in (None, verdict_module) else options.verdict_for,
+                       options.unconfined, tuple(sorted(setup.exercise_hashes.items()))).with_key()
         try:
             client = Client(self.address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         except OSError as exc:

@@ -1,12 +1,12 @@
 """The worker's side of cluster grading: one ``GradingHost`` per Dask worker process.
 
-A task is :func:`grade_task`: it grades one submission with ``orchestrate.grade_submission``,
-exactly as a thread of a local run does, and returns ``(attempt, timing, needs a second
-run)``. The sandbox host it uses is created on the first task of a run in this process, not
-at worker start, and is kept for the run's later tasks (``RunSpec.key``): its template, its
-uid lease and its compile cache in a private folder of this machine. The client sends each
-worker a :func:`prepare_task` first, which grades the model answers of every exercise of the
-run inside ``host.warming()`` (``orchestrate._warm``); a worker that joins later warms an
+A task is :func:`grade_task`: it grades one submission with ``GradingSession.grade``, exactly
+as a thread of a local run does, and returns its ``Outcome``. The session (its sandbox host)
+is opened on the first task of a run in this process, not at worker start, and is kept for the
+run's later tasks (``RunSpec.key``): its template, its uid lease and its compile cache in a
+private folder of this machine. The client sends each worker a :func:`prepare_task` first,
+which warms the session up with the model answers of every exercise of the run
+(``GradingSession.warm_up``); a worker that joins later warms an
 exercise before its first submission of it. Warming waits until no submission is being graded
 in this process and holds off new ones, so that no student run ever sees the cache writable.
 
@@ -80,10 +80,12 @@ def runtime() -> str:
 
 
 class _HostState:
-    """A host of one run in this process, the exercises warmed in it, and who is using it."""
+    """The grading session of one run in this process, the exercises warmed in it, and who is using it."""
 
     def __init__(self, spec: RunSpec):
-        from ..orchestrate import ReplyCache, default_host
+        from course_grader.config import GradeOptions
+
+        from ..session import GradingSession
 
         self.spec = spec
         self.stack = ExitStack()
@@ -92,10 +94,8 @@ class _HostState:
         self.warming = False
         self.warmed: dict[tuple[str, str], str] = {}   # (exercise id, sha) -> "" or the warm-up failure
         self.warm_s = 0.0
-        self.cache = ReplyCache()
         self.closing = self.closed = False
         self.students_seen = False                # once True, this host's cache is never published
-        self.entry = None
         self.cache_reused = False
         try:
             # 0700, inside the Dask worker's own folder when there is one: Dask deletes that folder
@@ -105,12 +105,16 @@ class _HostState:
             self.stack.callback(shutil.rmtree, scratch, True)
             compile_cache = cache_store.new_folder(scratch) if spec.warm else None
             # this machine's stored warm-up, as grade_class does (never for test doubles)
+            entry = None
             if spec.warm and spec.exercise_hashes and spec.host_factory is None and spec.verdict_for is None:
-                self.entry, _ = cache_store.open_entry(dict(spec.exercise_hashes), spec.grader_key)
-            self.compile_cache = compile_cache
+                entry, _ = cache_store.open_entry(dict(spec.exercise_hashes), spec.grader_key)
             hide = [Path(p) for p in spec.hide] + [scratch] + ([Path(worker_dir)] if worker_dir else [])
-            factory = spec.host_factory or default_host
-            self.host = self.stack.enter_context(factory(hide, compile_cache, spec.limits))
+            # one warm-up thread pair, as a local --jobs 1 run; the worker's threads grade its tasks
+            options = GradeOptions(jobs=1, limits=spec.limits, progress=spec.progress, warm=spec.warm,
+                                   host_factory=spec.host_factory, verdict_for=spec.verdict_for,
+                                   unconfined=spec.unconfined)
+            self.session = self.stack.enter_context(GradingSession.open(hide, options, compile_cache=compile_cache,
+                                                                        entry=entry))
         except BaseException:
             self.stack.close()
             raise
@@ -158,14 +162,11 @@ class _HostState:
     def _warm(self, todo) -> None:
         from course_grader.errors import GraderError
 
-        from ..orchestrate import verdict_module, warm_up
-
         start = time.perf_counter()
         failure = ""
         try:
             # published only while no student code has run in this host (as grade_class does)
-            reused = warm_up(self.host, todo, self.spec.verdict_for or verdict_module, self.spec.progress,
-                             self.cache, 1, self.compile_cache, self.entry, may_publish=not self.students_seen)
+            reused = self.session.warm_up(todo, may_publish=not self.students_seen)
             self.cache_reused = reused if not self.warmed else self.cache_reused and reused
         except GraderError as exc:
             failure = str(exc)
@@ -236,22 +237,12 @@ def _host_for(spec: RunSpec) -> _HostState:
 
 
 def grade_task(spec: RunSpec, job, final: bool):
-    """One submission on this worker: what ``grade_submission`` returns (``final``: a second run, alone)."""
-    from course_grader.errors import GraderError
-
-    from ..orchestrate import grade_submission, verdict_module
-
+    """One submission on this worker: its ``Outcome`` (``final``: a second run, alone)."""
     while True:
         state = _host_for(spec)
         try:
             with state.grading(job):
-                try:
-                    return grade_submission(job, state.host, spec.verdict_for or verdict_module, final,
-                                            retried=final, cache=state.cache)
-                except GraderError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - a bug in the grader, not the submission (as locally)
-                    raise GraderError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+                return state.session.grade(job, final=final, retried=final)
         except _Closed:
             continue
 
@@ -275,8 +266,8 @@ def run_stats(key: str) -> dict:
         return {"warm_s": 0.0, "cached_replies": 0, "grading": [], "notices": [], "cache_reused": False}
     with state.cond:
         grading = [] if state.warming else sorted(state.active.values())
-    return {"warm_s": state.warm_s, "cached_replies": state.cache.hits, "grading": grading,
-            "notices": [str(n) for n in getattr(state.host, "notices", [])], "cache_reused": state.cache_reused}
+    return {"warm_s": state.warm_s, "cached_replies": state.session.cached_replies, "grading": grading,
+            "notices": state.session.notices, "cache_reused": state.cache_reused}
 
 
 def grading_now() -> list[str]:

@@ -1,0 +1,59 @@
+"""The feedback run: the assembled notebook run once in a sandboxed kernel, for the student's information only.
+
+The notebook (locked code and the student's cells; no test cell, never a hidden test) runs in
+``host.notebook_kernel()``. Its outputs and errors go to the student's feedback page; they never
+change a score (the verdicts are computed apart, ``pipeline.verdicts``). A cell that used up a
+limit stops the run there; the cells after it are shown as not run.
+"""
+
+from __future__ import annotations
+
+from course_grader.intake.integrity import Checked
+from course_grader.results.gradebook import CellRecord
+from course_grader.status import CellRole, CellStatus, FaultKind
+
+CELL_OUTPUT_CHARS = 20_000
+MAX_NOTES = 20
+NOTE_CHARS = 300
+
+
+def cap(text: str | None, limit: int = CELL_OUTPUT_CHARS) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
+
+
+def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], float]:
+    """Run the assembled notebook for the student's information. ``(cells, notes, student cpu s)``."""
+    records: list[CellRecord] = []
+    notes: list[str] = []
+    student_cpu = 0.0
+    if not checked.run_cells:
+        return records, notes, student_cpu
+    from course_grader.sandbox import SandboxFault
+
+    try:
+        with host.notebook_kernel() as kernel:
+            stopped = None
+            for cell in checked.run_cells:
+                if stopped is not None:
+                    records.append(CellRecord(cell.label, CellStatus.NOT_RUN, "", f"not run: {stopped}"))
+                    continue
+                result = kernel.run_cell(cell.source, cell.cell_id)
+                status = CellStatus(result.status)
+                if CellRole(cell.role).students:
+                    student_cpu += float(result.cpu_s or 0.0)
+                records.append(CellRecord(cell.label, status, cap(result.output), cap(result.error)))
+                if status is CellStatus.ERROR and CellRole(cell.role).students and len(notes) < MAX_NOTES:
+                    error = (result.error or "").strip()
+                    first = error.splitlines()[0][:NOTE_CHARS] if error else "an error"
+                    notes.append(f"{cell.label} raised {first}")
+                elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
+                    what = (FaultKind(result.fault).wording if result.fault is not None
+                            else FaultKind.CPU_TIME.wording if status is CellStatus.TIMEOUT else "ended the kernel")
+                    error = (result.error or "").strip()
+                    notes.append(f"{cell.label} {what}" + (f": {error.splitlines()[0][:NOTE_CHARS]}" if error else ""))
+                    stopped = f"{cell.label} {what}"
+    except SandboxFault as fault:
+        notes.append(f"the feedback run could not be completed ({fault.kind}: {fault.detail[:200]}); "
+                     "it never affects your score")
+    return records, notes, student_cpu
