@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import nbformat
 
-from course_grader.pipeline.grade_class import grade_class, verdict_module
+from course_grader.pipeline.grade_class import grade_class
+from course_grader.pipeline.verdicts import verdict_module
 from course_grader.results.gradebook import Gradebook
 
 WEAK_FIXTURE = ("def check_equivalent(reference, candidate):\n"
