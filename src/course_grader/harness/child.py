@@ -1,4 +1,4 @@
-"""The measuring child's two entries: answer one test question, or replay one validated graph.
+"""The measuring child's entries: answer one test question, or replay validated graphs.
 
 ``serve(payload)`` runs the exercise's setup cells, loads the student's function (allow-listed
 again here, builtins limited), builds the arguments the test sent (data, ``code`` expressions,
@@ -10,6 +10,10 @@ With no function in the payload it answers for a setup cell's function (``refere
 (``course_grader.verdict.graphcheck``) on the test's own inputs and replies its outputs and gradients.
 ``replay_answer(payload)`` does the same for a graph that calls the answer's own code (a custom op,
 a ``nonstrict_trace`` function: ``opaque``), in a child of its own that loads the answer first.
+
+Each reads its payload with ``course_grader.wire.payloads`` (``ServeRequest``, ``ReplayRequest``,
+``ReplayAnswerRequest``: the types the grader built it with) and answer with its ``ServeReply``;
+a payload of another shape is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import torch
 
 from compile_course import primitives as measure
 from compile_course.stopwatch import Stopwatch, hooked
+from course_grader.wire.payloads import Arg, ArgKind, Op, ReplayAnswerRequest, ReplayRequest, ServeReply, ServeRequest
 
 from .allowlist import TEST_DEFINITION_BUILTINS, for_cell, load_checked, measured_namespace
 from .opaque import INPUT_SPEC, AnswerCode, node_kind
@@ -41,27 +46,27 @@ def setup_namespace(sources: list) -> dict:
     return namespace
 
 
-def _arg(a: dict, namespace: dict, spies: list, allowed=None, watches: list | None = None):
+def _arg(a: Arg, namespace: dict, spies: list, allowed=None, watches: list | None = None):
     """One argument the test sent: data, a spy's stand-in (a plain closure), or a ``code`` expression.
     For a student's function (``allowed`` given) the expression runs in the function's own measured
     namespace, so what it builds reaches nothing the function could not name itself."""
-    if "value" in a:
-        return measure.from_data(a["value"])
-    if "answer" in a:
+    if a.kind is ArgKind.VALUE:
+        return measure.from_data(a.value)
+    if a.kind is ArgKind.ANSWER:
         return _ANSWER
-    if "spy" in a:
-        s = measure.Spy(namespace[a["spy"]])
+    if a.kind is ArgKind.SPY:
+        s = measure.Spy(namespace[a.value])
         spies.append(s)
         return s.stand_in
-    if "stopwatch" in a:
-        w = Stopwatch(namespace[a["stopwatch"]])
+    if a.kind is ArgKind.STOPWATCH:
+        w = Stopwatch(namespace[a.value])
         if watches is not None:
             watches.append(w)
         return w.stand_in
     scope = dict(namespace) if allowed is None else measured_namespace(namespace, allowed, TEST_DEFINITION_BUILTINS)
-    for source in a.get("defs") or []:
+    for source in a.defs:
         exec(compile(source, "<given>", "exec"), scope)  # noqa: S102 - the test's own definitions
-    return eval(a["code"], scope)  # noqa: S307 - the test's own expression
+    return eval(a.value, scope)  # noqa: S307 - the test's own expression
 
 
 MEASURED_FILE = "<measured>"   # the file name allowlist.load_checked compiles measured code under
@@ -142,70 +147,64 @@ def serve(payload: dict) -> dict:
 
 
 def _serve(payload: dict) -> dict:
+    request = ServeRequest.from_data(payload)   # before anything runs: a payload of another shape is refused
     # one child answers a submission's questions in turn: what an earlier question's code changed
     # globally is put back (the thread count, which a fixture could use as a counter, among others)
     if not _THREADS:
         _THREADS.append(torch.get_num_threads())
     torch.set_num_threads(_THREADS[0])
-    namespace = setup_namespace(payload["setup"])
-    name = payload["name"]
-    function = payload.get("function")
+    namespace = setup_namespace(request.setup)
+    name, function, options, op = request.name, request.function, request.options, request.op
     allowed = None
     if function is None:
         fn = namespace[name]
     else:
-        allow = function["allow"]
-        allowed = for_cell(allow["provided"], allow["imports"], allow["allow"])
+        allow = function.allow
+        allowed = for_cell(allow.provided, allow.imports, allow.allow)
         try:
-            fn = load_checked(function["source"], name, allowed, namespace)
+            fn = load_checked(function.source, name, allowed, namespace)
         except Exception as exc:  # noqa: BLE001 - reported as data
-            return {"load_error": measure.error_text(exc)}
-    options = payload["options"]
-    op = payload["op"]
+            return ServeReply(load_error=measure.error_text(exc)).to_data()
     caller = None
-    if payload.get("caller") is not None:   # a setup function that holds the answer (``answer_fn``)
-        if function is None or op not in ("call", "call_each"):
-            raise ValueError("a setup function is given the answer only by call and call_each")
-        caller = namespace[payload["caller"]]
+    if request.caller is not None:   # a setup function that holds the answer (``answer_fn``; checked by from_data)
+        caller = namespace[request.caller]
     measure.restore_global_state()
-    if op == "call":
+    if op is Op.CALL:
         spies: list = []
         watches: list = []
-        args = tuple(_arg(a, namespace, spies, allowed, watches) for a in payload["args"])
+        args = tuple(_arg(a, namespace, spies, allowed, watches) for a in request.args)
         with hooked(watches):
             if watches and function is not None:   # loaded under the hook: `from torch import compile` sees it
-                fn = load_checked(function["source"], name, allowed, namespace)
-            result = measure.call_one(*_called(fn, caller, args), grad=options["grad"])
+                fn = load_checked(function.source, name, allowed, namespace)
+            result = measure.call_one(*_called(fn, caller, args), grad=options.grad)
         if spies:
             result.spied = [c for s in spies for c in s.calls]
         if watches:
             result.timeline = watches[0].timeline()
-        return {"load_error": None, "result": result.to_data()}
-    if op == "call_each":
+        return ServeReply(answer=result.to_data(), op=op).to_data()
+    if op is Op.CALL_EACH:
         results = []
-        for i, call in enumerate(payload["args"]):
+        for i, call in enumerate(request.args):
             measure.restore_global_state()
             watches = []
             args = tuple(_arg(a, namespace, [], allowed, watches) for a in call)
             with hooked(watches):
                 if (i or watches) and function is not None:   # a fresh load: what a call left in a default is gone
-                    fn = load_checked(function["source"], name, allowed, namespace)
-                result = measure.call_one(*_called(fn, caller, args), grad=options["grad"])
+                    fn = load_checked(function.source, name, allowed, namespace)
+                result = measure.call_one(*_called(fn, caller, args), grad=options.grad)
             if watches:
                 result.timeline = watches[0].timeline()
             results.append(result.to_data())
-        return {"load_error": None, "results": results}
-    if op == "compile":
-        calls = [tuple(_arg(a, namespace, [], allowed) for a in call) for call in payload["args"]]
-        runs = measure.compile_run(fn, calls, backend=options["backend"], fullgraph=options["fullgraph"],
-                                   dynamic=options["dynamic"], stance=options["stance"], grad=options["grad"],
-                                   fresh=options["fresh"])
-        return {"load_error": None, "runs": [r.to_data() for r in runs]}
-    if op == "time":
-        args = tuple(_arg(a, namespace, [], allowed) for a in payload["args"])
-        timing = measure.time_calls(fn, args, backend=options["backend"], calls=options["calls"])
-        return {"load_error": None, "timing": timing.to_data()}
-    raise ValueError(f"unknown question {op!r}")
+        return ServeReply(answer=results, op=op).to_data()
+    if op is Op.COMPILE:
+        calls = [tuple(_arg(a, namespace, [], allowed) for a in call) for call in request.args]
+        runs = measure.compile_run(fn, calls, backend=options.backend, fullgraph=options.fullgraph,
+                                   dynamic=options.dynamic, stance=options.stance, grad=options.grad,
+                                   fresh=options.fresh)
+        return ServeReply(answer=[r.to_data() for r in runs], op=op).to_data()
+    args = tuple(_arg(a, namespace, [], allowed) for a in request.args)   # Op.TIME
+    timing = measure.time_calls(fn, args, backend=options.backend, calls=options.calls)
+    return ServeReply(answer=timing.to_data(), op=op).to_data()
 
 
 ROOTS = {"torch": torch, "operator": operator, "_operator": operator, "math": math}
@@ -256,8 +255,8 @@ def _value(a, env: dict):
 
 def replay(payload: dict) -> dict:
     """Interpret validated graphs, each on its own arguments: ``{"results": [{"outputs", "grads", "error"}]}``."""
-    return {"results": [_replay_one(item["graph"], item["args"], payload["params"], payload["grad"])
-                        for item in payload["items"]]}
+    request = ReplayRequest.from_data(payload)
+    return {"results": [_replay_one(item.graph, item.args, request.params, request.grad) for item in request.items]}
 
 
 def replay_answer(payload: dict) -> dict:
@@ -270,18 +269,18 @@ def replay_answer(payload: dict) -> dict:
 
 
 def _replay_answer(payload: dict) -> dict:
-    namespace = setup_namespace(payload["setup"])
-    function = payload["function"]
-    allow = function["allow"]
-    allowed = for_cell(allow["provided"], allow["imports"], allow["allow"])
+    request = ReplayAnswerRequest.from_data(payload)
+    namespace = setup_namespace(request.setup)
+    allow = request.function.allow
+    allowed = for_cell(allow.provided, allow.imports, allow.allow)
     try:
-        answer = AnswerCode(load_checked(function["source"], payload["name"], allowed, namespace).__globals__)
+        answer = AnswerCode(load_checked(request.function.source, request.name, allowed, namespace).__globals__)
     except Exception as exc:  # noqa: BLE001 - reported as data
         return {"load_error": measure.error_text(exc), "results": None}
     measure.restore_global_state()
     return {"load_error": None,
-            "results": [_replay_one(item["graph"], item["args"], payload["params"], payload["grad"], answer)
-                        for item in payload["items"]]}
+            "results": [_replay_one(item.graph, item.args, request.params, request.grad, answer)
+                        for item in request.items]}
 
 
 def _replay_one(graph: dict, args_data: list, params: list, grad: bool, answer: AnswerCode | None = None) -> dict:

@@ -7,8 +7,10 @@ replies data. ``reference`` asks the same of a child that runs the setup cells o
 sees the setup cells, the function and the test's arguments; never a test's source, names,
 expected values or the solution's answers.
 
-Verify, don't believe: every reply is read by ``compile_course.primitives``'s ``from_data`` (the one
-validation, so a malformed reply fails the test with a message), and a compile run that claims
+Verify, don't believe: the questions and replies are typed in ``course_grader.wire.payloads`` (the
+child reads the same types); a reply's shape is checked there (``read_serve_reply``,
+``read_replay_reply``) and its records by ``compile_course.primitives``'s ``from_data``, so a malformed
+reply fails the test with a message, and a compile run that claims
 one graph for a call is re-checked: the graph (validated here, torch ops only) is re-run on the
 test's own inputs in a child that runs no student code, and must give the reported output and
 gradients. A graph that calls the answer's own code (a custom op or ``nonstrict_trace`` function the
@@ -28,6 +30,23 @@ from course_grader.harness import opaque
 from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, parse_source
 from course_grader.harness.parsing import parse
 from course_grader.verdict import graphcheck
+from course_grader.wire.payloads import (
+    AllowSpec,
+    Arg,
+    ArgKind,
+    CallOptions,
+    CompileOptions,
+    FunctionSpec,
+    Op,
+    PayloadError,
+    ReplayAnswerRequest,
+    ReplayItem,
+    ReplayRequest,
+    ServeRequest,
+    TimeOptions,
+    read_replay_reply,
+    read_serve_reply,
+)
 
 from .context import AnswerError as ContextAnswerError
 from .context import GradeContext, excerpt
@@ -205,7 +224,7 @@ class RemoteNamespace:
         self.setup = list(ctx.exercise.setup_sources)
         self.test_source = ""
         self._params: list[str] = []
-        self._answer: dict | None = None   # the answer function of the last question (its source, allow list)
+        self._answer: FunctionSpec | None = None   # the answer function of the last question (source, allow list)
         self._answer_name = ""
 
     # -- where the student's answers are
@@ -256,7 +275,7 @@ class RemoteNamespace:
             raise AnswerError(f"{name} is not a plain value: {exc}") from None
 
     # -- functions
-    def _function(self, name: str) -> dict | None:
+    def _function(self, name: str) -> FunctionSpec | None:
         if not self.student:
             if name not in setup_names(self.setup):
                 raise ValueError(f"reference: no {name} in the exercise's setup cells")
@@ -273,55 +292,55 @@ class RemoteNamespace:
             raise AnswerError(str(exc)) from None
         fn = next(n for n in parse(checked).body if isinstance(n, ast.FunctionDef) and n.name == name)
         self._params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        return {"source": checked, "allow": self._allow_data(allow)}
+        return FunctionSpec(checked, self._allow_data(allow))
 
     def _allowlist(self, allow: tuple[str, ...]) -> AllowList:
         return allowlist_for(self.ctx.exercise, allow)
 
-    def _allow_data(self, allow: tuple[str, ...]) -> dict:
+    def _allow_data(self, allow: tuple[str, ...]) -> AllowSpec:
         """What the child needs to build the same allow-list (``harness.allowlist.for_cell``)."""
         allowed = self._allowlist(allow)
-        return {"provided": sorted(allowed.provided), "imports": sorted(allowed.imports), "allow": list(allow)}
+        return AllowSpec(sorted(allowed.provided), sorted(allowed.imports), list(allow))
 
-    def _args(self, args: tuple, shipped: _Shipped) -> list:
+    def _args(self, args: tuple, shipped: _Shipped) -> list[Arg]:
         out = []
         for a in args:
             if isinstance(a, code):
                 expression, defs = shipped.expression(a.expression)
-                out.append({"code": expression, "defs": defs})
+                out.append(Arg(ArgKind.CODE, expression, defs))
             elif isinstance(a, spy):
-                out.append({"spy": a.name})
+                out.append(Arg(ArgKind.SPY, a.name))
             elif isinstance(a, stopwatch):
-                out.append({"stopwatch": a.name})
+                out.append(Arg(ArgKind.STOPWATCH, a.name))
             elif isinstance(a, answer_fn):
-                out.append({"answer": a.name})
+                out.append(Arg(ArgKind.ANSWER, a.name))
             else:
-                out.append({"value": measure.to_data(a)})
+                out.append(Arg(ArgKind.VALUE, measure.to_data(a)))
         return out
 
-    def _ask(self, op: str, name: str, args_list: list, options: dict) -> dict:
+    def _ask(self, op: Op, name: str, args_list: list, options, count: int | None = None):
+        """The answer (as data) to one question; ``count``: the results or runs it asks for."""
         caller, name = self._caller(op, name, args_list)
         function = self._function(name)
         self._answer, self._answer_name = function, name
-        payload = {"setup": self.setup, "function": function, "name": name, "op": op,
-                   "args": args_list, "options": options}
-        if caller is not None:
-            payload["caller"] = caller
-        reply = self.ctx.measure("serve", payload)
-        if type(reply) is not dict:
-            raise ReplyError("the measuring process replied in an unexpected form")
-        if reply.get("load_error") is not None:
-            raise AnswerError(f"{name} could not be loaded: {excerpt(reply['load_error'], 200)}")
-        return reply
+        request = ServeRequest(list(self.setup), function, name, op, args_list, options, caller)
+        reply = self.ctx.measure("serve", request.to_data())
+        try:
+            got = read_serve_reply(reply, op, count)
+        except PayloadError as exc:
+            raise ReplyError(str(exc)) from None
+        if got.load_error is not None:
+            raise AnswerError(f"{name} could not be loaded: {excerpt(got.load_error, 200)}")
+        return got.answer
 
-    def _caller(self, op: str, name: str, args_list: list) -> tuple[str | None, str]:
+    def _caller(self, op: Op, name: str, args_list: list) -> tuple[str | None, str]:
         """``(setup function, answer)`` for a call with ``answer_fn`` arguments (which must all name one
         answer, given to a setup function by ``student``); ``(None, name)`` otherwise."""
         calls = args_list if args_list and all(type(c) is list for c in args_list) else [args_list]
-        answers = {a["answer"] for c in calls for a in c if type(a) is dict and "answer" in a}
+        answers = {a.value for c in calls for a in c if isinstance(a, Arg) and a.kind is ArgKind.ANSWER}
         if not answers:
             return None, name
-        if not self.student or len(answers) != 1 or op not in ("call", "call_each"):
+        if not self.student or len(answers) != 1 or op not in (Op.CALL, Op.CALL_EACH):
             raise ValueError("answer_fn: only student.call and call_each take it, naming one answer function")
         if name not in setup_names(self.setup):
             raise ValueError(f"answer_fn: {name} is not a function of the exercise's setup cells")
@@ -329,15 +348,12 @@ class RemoteNamespace:
 
     def call(self, name: str, *args, grad: bool = False) -> CallResult:
         shipped = _Shipped(self.test_source)
-        reply = self._ask("call", name, self._args(args, shipped), {"grad": bool(grad)})
-        return CallResult.from_data(reply.get("result"))
+        return CallResult.from_data(self._ask(Op.CALL, name, self._args(args, shipped), CallOptions(bool(grad))))
 
     def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
         shipped = _Shipped(self.test_source)
-        reply = self._ask("call_each", name, [self._args(tuple(c), shipped) for c in calls], {"grad": bool(grad)})
-        results = reply.get("results")
-        if type(results) is not list or len(results) != len(calls):
-            raise ReplyError("the measuring process replied with the wrong number of results")
+        results = self._ask(Op.CALL_EACH, name, [self._args(tuple(c), shipped) for c in calls],
+                            CallOptions(bool(grad)), count=len(calls))
         return [CallResult.from_data(r) for r in results]
 
     def compile(self, name: str, *calls: tuple, backend: str = "eager", fullgraph: bool = False,
@@ -352,12 +368,8 @@ class RemoteNamespace:
     def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh, like) -> list[Run]:
         shipped = _Shipped(self.test_source)
         wire = [self._args(tuple(c), shipped) for c in calls]
-        options = {"backend": str(backend), "fullgraph": bool(fullgraph), "dynamic": dynamic,
-                   "stance": stance, "grad": bool(grad), "fresh": bool(fresh)}
-        reply = self._ask("compile", name, wire, options)
-        runs = reply.get("runs")
-        if type(runs) is not list or len(runs) != (len(calls) if fresh else 1):
-            raise ReplyError("the measuring process replied with the wrong number of compile runs")
+        options = CompileOptions(str(backend), bool(fullgraph), dynamic, stance, bool(grad), bool(fresh))
+        runs = self._ask(Op.COMPILE, name, wire, options, count=len(calls) if fresh else 1)
         runs = [Run.from_data(r) for r in runs]
         if self.student:
             self._verify(runs, calls, fresh, grad, fullgraph, like)
@@ -379,7 +391,7 @@ class RemoteNamespace:
         seen: dict[int, int] = {}
         current: dict[int, dict] = {}
         items, checks = [], []
-        kinds = opaque.kinds_allowed(self._answer["allow"]["allow"]) if self._answer else frozenset()
+        kinds = opaque.kinds_allowed(self._answer.allow.allow) if self._answer else frozenset()
         rng = graphcheck.secret_generator()
         for number, (run, i, args) in enumerate(per_call, 1):
             start = seen.get(id(run), 0)
@@ -399,13 +411,13 @@ class RemoteNamespace:
             problem = graphcheck.validate(graph, kinds)
             if problem:
                 raise ReplyError(f"call {number}: the graph reported for it cannot be checked ({problem})")
-            items.append({"graph": graph, "args": [measure.to_data(a) for a in args]})
+            items.append(ReplayItem(graph, [measure.to_data(a) for a in args]))
             checks.append((number, result, False))
             if like is not None:
                 new_args = graphcheck.new_inputs(args, rng)
                 expected = measure.call_one(like, graphcheck.fresh_copies(new_args), grad=grad)
                 if expected.ok:
-                    items.append({"graph": graph, "args": [measure.to_data(a) for a in new_args]})
+                    items.append(ReplayItem(graph, [measure.to_data(a) for a in new_args]))
                     checks.append((number, expected, True))
         if not items:
             return
@@ -420,37 +432,37 @@ class RemoteNamespace:
                 if why:
                     raise ReplyError(f"call {number}: re-running its captured graph {why}")
 
-    def _replayed(self, items: list[dict], grad: bool) -> list:
+    def _replayed(self, items: list[ReplayItem], grad: bool) -> list:
         """The re-runs of ``items``, in order: graphs of torch ops in a child that runs no student code,
         graphs that call the answer's own code (``graphcheck.calls_answer``) in one that loads the answer."""
-        groups = {False: [], True: []}
+        groups: dict[bool, list[int]] = {False: [], True: []}
         for i, item in enumerate(items):
-            groups[graphcheck.calls_answer(item["graph"])].append(i)
+            groups[graphcheck.calls_answer(item.graph)].append(i)
         replies: list = [None] * len(items)
         for with_answer, indexes in groups.items():
             if not indexes:
                 continue
-            payload = {"items": [items[i] for i in indexes], "params": self._params, "grad": bool(grad)}
-            entry = "replay"
+            chosen = [items[i] for i in indexes]
             if with_answer:
                 entry = "replay_answer"
-                payload.update(setup=self.setup, function=self._answer, name=self._answer_name)
-            reply = self.ctx.measure(entry, payload)
-            found = reply.get("results") if type(reply) is dict else None
-            if type(found) is not list or len(found) != len(indexes):
-                load_error = reply.get("load_error") if type(reply) is dict else None
-                why = f" (the answer could not be loaded: {excerpt(load_error, 200)})" if load_error else ""
-                raise ReplyError(f"re-running the captured graphs gave no readable result{why}")
+                request = ReplayAnswerRequest(chosen, list(self._params), bool(grad), list(self.setup),
+                                              self._answer, self._answer_name)
+            else:
+                entry, request = "replay", ReplayRequest(chosen, list(self._params), bool(grad))
+            try:
+                found = read_replay_reply(self.ctx.measure(entry, request.to_data()), len(indexes), with_answer)
+            except PayloadError as exc:
+                raise ReplyError(str(exc)) from None
             for i, one in zip(indexes, found, strict=True):
                 replies[i] = one
         return replies
 
     def time(self, name: str, *args, backend: str | None = None, calls: int = 20, now: bool = False) -> Timing:
         shipped = _Shipped(self.test_source)
-        options = {"backend": backend, "calls": int(calls)}
+        nonce = None
         if now:   # a question no earlier one equals: measured now, never answered from the run's cache
             import secrets
 
-            options["now"] = secrets.token_hex(8)
-        reply = self._ask("time", name, self._args(args, shipped), options)
-        return Timing.from_data(reply.get("timing"))
+            nonce = secrets.token_hex(8)
+        timing = self._ask(Op.TIME, name, self._args(args, shipped), TimeOptions(backend, int(calls), nonce))
+        return Timing.from_data(timing)
