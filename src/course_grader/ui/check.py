@@ -3,20 +3,18 @@
   course check FILE                            load, integrity, answers, public tests' verdicts
   course submit FILE --student ID [--out DIR]  write DIR/ID__exNN_slug.ipynb (default DIR: handin/)
 
-Both run the grader's own steps, not copies (``course_grader.pipeline.submission``): ``load_submission``
-(the same limits and rejection reasons), ``match_cells`` (``integrity.check``: its flags, notices
-and rejections), then :mod:`course_grader.exercise.answers` (every answer present and readable, judged by
-the verdicts' own parsers). ``course check`` then grades the file with ``GradingSession.grade_one``
-(``course_grader.pipeline.session``: the same verdict code, flag voiding and fault reasons as
-``course grade``, without the feedback run), in the grader's ``GradingHost``, and shows the public tests only: of the hidden tests it says
-how many there are and their points. Not root, the host confines what it can and otherwise
-runs unconfined (as ``course grade --unconfined``), and one line says which: it is the
-student's own code on the student's own machine.
-
-Exit status of ``check``: 0 when everything the grader checks in public passes; 1 when
-something fails, is missing or the file would be rejected; 2 for a usage error. ``submit``:
-0 when handed in (with warnings, if any), 1 when the grader would reject the file, 2 for a
-usage error (a bad student id among them).
+Both run the grader's own steps, not copies (``course_grader.pipeline.submission``): ``load_submission`` (the
+same limits and rejection reasons), ``match_cells`` (``integrity.check``: its flags, notices and rejections),
+then :mod:`course_grader.exercise.answers` (every answer present and readable, judged by the verdicts' own
+parsers). ``course check`` then grades the file with ``GradingSession.grade_one``
+(``course_grader.pipeline.session``: the same verdict code, flag voiding and fault reasons as ``course
+grade``, without the feedback run), in the grader's ``GradingHost``, and shows the public tests only: of the
+hidden tests it says how many there are and their points. Not root, the host confines what it can and
+otherwise runs unconfined (as ``course grade --unconfined``), and one line says which: it is the student's own
+code on the student's own machine. Exit status of ``check``: 0 when everything the grader checks in public
+passes; 1 when something fails, is missing or the file would be rejected; 2 for a usage error. ``submit``: 0
+when handed in (with warnings, if any), 1 when the grader would reject the file, 2 for a usage error (a bad
+student id among them).
 """
 
 from __future__ import annotations

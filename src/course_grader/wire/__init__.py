@@ -1,4 +1,5 @@
-"""The format between the grader and its children: messages (``protocol``) and their payloads (``payloads``), both sides import them.
+"""The format between the grader and its children, which both sides import: messages (``protocol``) and
+their payloads (``payloads``).
 
 ``payloads`` is imported here so that it is loaded with ``protocol`` wherever that is: a measuring
 child's template imports the protocol before the grader's package is covered, and its harness then

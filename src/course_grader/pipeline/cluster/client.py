@@ -2,10 +2,11 @@
 
 ``DaskExecutor(address)`` is an executor (``pipeline.schedule.Executor``): ``grade_class(..., executor=...)``
 uses its ``session(setup)`` in place of the local one. Its ``prepare`` sends every worker a
-:func:`worker.prepare_task` (start its host, warm it with the run's exercises); ``first_pass``
-submits one :func:`worker.grade_task` per submission and yields the results as they complete
-(``distributed.as_completed``) to ``schedule.grade_jobs``, which records them in this process's gradebook. A second run (a measuring timeout or a dead child
-in the first) is submitted alone, after every first run has finished, as in local grading.
+:func:`worker.prepare_task` (start its host, warm it with the run's exercises); ``first_pass`` submits one
+:func:`worker.grade_task` per submission and yields the results as they complete
+(``distributed.as_completed``) to ``schedule.grade_jobs``, which records them in this process's gradebook. A
+second run (a measuring timeout or a dead child in the first) is submitted alone, after every first run has
+finished, as in local grading.
 
 What happens when things die:
 
