@@ -14,15 +14,17 @@
 #   COURSE_HUB_PROXY_API_PORT  default COURSE_HUB_PORT + 1 (the proxy's REST API, 127.0.0.1 only)
 #   COURSE_HUB_API_PORT        default COURSE_HUB_PORT + 2 (the hub's own port, 127.0.0.1 only)
 #   COURSE_EXCHANGE_PORT       default COURSE_HUB_PORT + 3 (the exchange service, 127.0.0.1 only)
-#   COURSE_EXCHANGE_DIR        default STATE/exchange (the exchange's storage, 0700)
-#   COURSE_EXCHANGE_USER       run the exchange as this Unix user (the hub must run as root)
+#   COURSE_EXCHANGE_USER       as root: the Unix user the exchange runs as (default course-exchange; `root`
+#                              keeps it root). Not root: unused, it runs as the hub's user
+#   COURSE_EXCHANGE_DIR        the exchange's storage, 0700, its user's (default ~USER/storage with a service
+#                              user, else STATE/exchange)
 #   COURSE_HUB_ADMIN_TOKEN     when set: a service `course-admin` with this token may create users,
 #                              groups and tokens through the hub's REST API (tests, set-up scripts)
 import os
 import shutil
 from pathlib import Path
 
-from course_exchange.hub_config import configure
+from course_exchange.hub_config import configure, service_home
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 
@@ -56,8 +58,16 @@ c.ConfigurableHTTPProxy.pid_file = str(STATE / "configurable-http-proxy.pid")
 c.ConfigurableHTTPProxy.should_start = True
 
 # ---- 2. the hand-in exchange ------------------------------------------------------------------------
-configure(c, port=EXCHANGE_PORT, storage=Path(os.environ.get("COURSE_EXCHANGE_DIR") or STATE / "exchange"),
-          user=os.environ.get("COURSE_EXCHANGE_USER") or None)
+# As root the exchange runs as its own unprivileged Unix user (COURSE_EXCHANGE_USER, default course-exchange,
+# which `make hub` creates), storing under that user's home; COURSE_EXCHANGE_USER=root keeps it root (said loudly).
+# Not root: it runs as the hub's user, storing under STATE.
+EXCHANGE_USER = os.environ.get("COURSE_EXCHANGE_USER") or ("course-exchange" if os.geteuid() == 0 else "")
+if EXCHANGE_USER == "root":
+    print("!! course-exchange runs as ROOT (COURSE_EXCHANGE_USER=root): a fault in it is a fault as root", flush=True)
+    EXCHANGE_USER = ""
+EXCHANGE_DIR = os.environ.get("COURSE_EXCHANGE_DIR") or (service_home(EXCHANGE_USER) / "storage" if EXCHANGE_USER
+                                                         else STATE / "exchange")
+configure(c, port=EXCHANGE_PORT, storage=Path(EXCHANGE_DIR), user=EXCHANGE_USER or None)
 
 # ---- 3. spawner and authenticator (the hub's: hub/spawner_config.py, docs/hub-admins.md) -------------
 # As root: students log in with their Unix account (PAM) and each server runs as its student

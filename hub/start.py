@@ -14,7 +14,10 @@ What it does before it starts the hub, each step printed:
 4. in users mode, whether the students can reach what they need: the shared environment's Python
    and the edition must be readable by other users (it says which folder is closed, and how to open
    it or where to install instead);
-5. then it prints the hub's address and the nbgitpuller link for the students, and runs
+5. as root, the exchange's own Unix user (``COURSE_EXCHANGE_USER``, default ``course-exchange``): a
+   system user with no login shell, created when it is missing, whose home holds the exchange's
+   storage; the hub starts the exchange as that user, never as root;
+6. then it prints the hub's address and the nbgitpuller link for the students, and runs
    ``jupyterhub -f hub/jupyterhub_config.py`` in the foreground (Ctrl-C stops it and every server).
 
 Settings come from the environment (hub/jupyterhub_config.py's header and hub/spawner_config.py's
@@ -90,6 +93,27 @@ def check_reachable(edition: str) -> None:
              "(publish it under a folder everyone can read, e.g. /srv/torch-compile-course-edition).")
 
 
+def ensure_service_user() -> None:
+    """As root: the Unix user the exchange runs as, made when missing (a system user, no login)."""
+    import pwd
+
+    name = os.environ.get("COURSE_EXCHANGE_USER") or "course-exchange"
+    if name == "root":
+        step("exchange: runs as ROOT (COURSE_EXCHANGE_USER=root)")
+        return
+    try:
+        entry = pwd.getpwnam(name)
+        step(f"exchange: runs as the Unix user {name} (uid {entry.pw_uid}), storage under {entry.pw_dir}")
+        return
+    except KeyError:
+        pass
+    home = f"/var/lib/{name}"
+    step(f"exchange: creating its Unix user {name} (useradd --system, home {home}, no login shell)")
+    subprocess.run(["useradd", "--system", "--create-home", "--home-dir", home, "--shell", "/usr/sbin/nologin",
+                    name], check=True)
+    os.environ["COURSE_EXCHANGE_USER"] = name
+
+
 def main() -> int:
     ensure_proxy()
     edition = ensure_edition()
@@ -102,6 +126,8 @@ def main() -> int:
     else:
         step("mode: users (as root: students log in with their Unix account; each server runs as its student)")
         check_reachable(edition)
+    if os.geteuid() == 0:
+        ensure_service_user()
     ip = os.environ.get("COURSE_HUB_IP") or "127.0.0.1"
     port = os.environ.get("COURSE_HUB_PORT") or "8000"
     sys.path.insert(0, str(HUB_DIR))

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--students", type=int, default=40)
     p.add_argument("--rounds", type=int, default=3, help="hand-ins per student")
     p.add_argument("--grade", type=int, default=4, help="collected notebooks to grade (-1: all)")
-    p.add_argument("--port", type=int, default=18040, help="hub ports PORT..PORT+3 (127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="hub ports PORT..PORT+3 (127.0.0.1; default: free ones)")
     args = p.parse_args(argv)
 
     from hubtools import running_hub, skip_reason

@@ -1,7 +1,8 @@
 """A real JupyterHub with its real proxy (configurable-http-proxy from npm) on 127.0.0.1, for tests.
 
 :func:`running_hub` starts ``jupyterhub -f hub/jupyterhub_config.py`` (the course's one config file) in a
-temporary state folder, on four ports from ``port`` (public/proxy, proxy API, hub, exchange), with a
+temporary state folder, on four ports from ``port`` (public/proxy, proxy API, hub, exchange; free ones
+picked when none is given), with a
 set-up service ``course-admin`` whose token creates users, groups and user tokens through the hub's
 REST API. It waits until the hub and the exchange answer through the proxy, and stops everything it
 started when the block ends (the hub stops its proxy and services; anything left is ended by pid).
@@ -10,15 +11,15 @@ started when the block ends (the hub stops its proxy and services; anything left
 run here (no node, no configurable-http-proxy: ``npm ci --prefix hub`` installs it).
 
     from hubtools import hub_fixture
-    hub = hub_fixture(port=18010)                 # in a conftest.py or test module
+    hub = hub_fixture()                           # in a conftest.py or test module: free ports
 
     def test_x(hub):
         hub.add_user("ex-alice"); hub.add_group("course-c1-students", ["ex-alice"])
         token = hub.token("ex-alice")
         requests.get(hub.exchange_url + "api/me", headers={"Authorization": f"token {token}"})
 
-Signature kept stable for the hub's own tests: ``running_hub(state, *, port, env=None, demo=True,
-timeout=420)``, ``Hub.url/.api_url/.exchange_url/.state/.admin_token/.log``, ``Hub.api()``,
+Signature kept stable for the hub's own tests: ``running_hub(state, *, port=None, env=None,
+demo=True, timeout=420)``, ``Hub.url/.api_url/.exchange_url/.state/.admin_token/.log``, ``Hub.api()``,
 ``add_user``, ``add_group``, ``token``, ``log_text``, ``stop``.
 """
 
@@ -47,6 +48,28 @@ START_TIMEOUT_S = 420.0       # a hub and its service start in 25-60 s on 2 busy
 STOP_TIMEOUT_S = 60.0
 
 
+def free_ports(count: int = 4, tries: int = 50) -> int:
+    """The first of ``count`` consecutive ports free on 127.0.0.1 now (near one the system hands out), so
+    that hubs of parallel test workers, other people's tests and a hand-run hub never meet."""
+    import socket
+
+    for _ in range(tries):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count > 65535:
+            continue
+        try:
+            with contextlib.ExitStack() as held:
+                for p in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} consecutive free ports on 127.0.0.1 after {tries} tries")
+
+
 def chp_command() -> str | None:
     local = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
     return str(local) if local.exists() else shutil.which("configurable-http-proxy")
@@ -67,8 +90,11 @@ def skip_reason() -> str:
 class Hub:
     """A running hub: its addresses, the set-up token, and helpers for its REST API."""
 
-    def __init__(self, state: Path, port: int, admin_token: str, process: subprocess.Popen, log: Path):
+    def __init__(self, state: Path, port: int, admin_token: str, process: subprocess.Popen, log: Path,
+                 storage: Path | None = None, service_user: str | None = None):
         self.state, self.port, self.admin_token, self.process, self.log = state, port, admin_token, process, log
+        self.storage = storage or state / "exchange"         # the exchange's storage folder
+        self.service_user = service_user                     # the Unix user the exchange runs as (None: the hub's)
         self.url = f"http://127.0.0.1:{port}/"
         self.api_url = f"{self.url}hub/api"
         self.exchange_url = f"{self.url}services/course-exchange/"
@@ -101,6 +127,14 @@ class Hub:
         body = {"note": note, **({"scopes": scopes} if scopes is not None else {})}
         return self.api("POST", f"users/{user}/tokens", json=body)["token"]
 
+    def service_pid(self) -> int:
+        """The pid of this hub's exchange service."""
+        for pid in _leftovers(self.state, self.storage):
+            with contextlib.suppress(OSError):
+                if b"course_exchange.service" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return pid
+        raise AssertionError(f"no exchange process of the hub in {self.state}")
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
@@ -114,14 +148,15 @@ class Hub:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
-        for pid in _leftovers(self.state):
+        for pid in _leftovers(self.state, self.storage):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
 
-def _leftovers(state: Path) -> list[int]:
-    """Pids of processes started for the hub in ``state`` (their environment names it) still running."""
-    markers = {f"COURSE_HUB_STATE={state}".encode(), f"COURSE_EXCHANGE_DIR={state / 'exchange'}".encode()}
+def _leftovers(state: Path, storage: Path | None = None) -> list[int]:
+    """Pids of processes started for the hub in ``state`` (their environment names it, or the exchange's
+    ``storage``) still running."""
+    markers = {f"COURSE_HUB_STATE={state}".encode(), f"COURSE_EXCHANGE_DIR={storage or state / 'exchange'}".encode()}
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -141,27 +176,54 @@ def _leftovers(state: Path) -> list[int]:
     return sorted(set(found))
 
 
+def _log_for_a_person(hub: Hub) -> str:
+    """The log's last traceback (a service that failed to start says why there), else its tail."""
+    text = hub.log_text()
+    at = text.rfind("Traceback")
+    return text[max(0, at - 500):][:6000] if at >= 0 else text[-4000:]
+
+
 def _wait_ready(hub: Hub, deadline: float) -> None:
     """Until the hub's API and the exchange (through the proxy) answer; raise with the log's tail if not."""
     checks = [(f"{hub.api_url}/", (200,)), (f"{hub.exchange_url}api/me", (401,))]
     for url, codes in checks:
         while True:
             if hub.process.poll() is not None:
-                raise RuntimeError(f"the hub exited ({hub.process.returncode}):\n{hub.log_text()[-4000:]}")
+                raise RuntimeError(f"the hub exited ({hub.process.returncode}):\n{_log_for_a_person(hub)}")
             try:
                 if requests.get(url, timeout=10).status_code in codes:
                     break
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the hub did not answer {url} with {codes} in time:\n{hub.log_text()[-4000:]}")
+                raise RuntimeError(f"the hub did not answer {url} with {codes} in time:\n{_log_for_a_person(hub)}")
             time.sleep(0.5)
 
 
 @contextlib.contextmanager
-def running_hub(state: Path, *, port: int, env: dict[str, str] | None = None, demo: bool = True,
+def running_hub(state: Path, *, port: int | None = None, env: dict[str, str] | None = None, demo: bool = True,
                 timeout: float = START_TIMEOUT_S) -> Iterator[Hub]:
-    """A hub from hub/jupyterhub_config.py with state in ``state`` on ports ``port`` .. ``port + 3``.
+    """See :func:`_running_hub`; as root, the exchange runs as a Unix user made for this hub (``hub-x``
+    and the port), as the hub's config does with its ``course-exchange`` user, unless ``env`` names one."""
+    port = port or free_ports(4)
+    env = dict(env or {})
+    with contextlib.ExitStack() as stack:
+        if os.geteuid() == 0 and "COURSE_EXCHANGE_USER" not in env:
+            import unix_users
+
+            if unix_users.why_not():
+                env["COURSE_EXCHANGE_USER"] = "root"
+            else:
+                name = f"hub-x{port}"
+                user = stack.enter_context(unix_users.class_users([name]))[name]
+                env.update(COURSE_EXCHANGE_USER=name, COURSE_EXCHANGE_DIR=str(user.home / "storage"))
+        yield stack.enter_context(_running_hub(state, port=port, env=env, demo=demo, timeout=timeout))
+
+
+@contextlib.contextmanager
+def _running_hub(state: Path, *, port: int, env: dict[str, str], demo: bool, timeout: float) -> Iterator[Hub]:
+    """A hub from hub/jupyterhub_config.py with state in ``state`` on ports ``port`` .. ``port + 3``
+    (default: four free ones, :func:`free_ports`).
 
     ``demo`` (default): the config's demo section (any user name; servers as this process's user), enough
     for API-level tests; ``demo=False`` keeps the config's own authenticator and spawner. ``env`` adds or
@@ -182,7 +244,9 @@ def running_hub(state: Path, *, port: int, env: dict[str, str] | None = None, de
         process = subprocess.Popen([str(JUPYTERHUB), "-f", str(HUB_CONFIG)], cwd=state, env=hub_env,
                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
-    hub = Hub(state, port, token, process, log)
+    storage = Path(hub_env["COURSE_EXCHANGE_DIR"]) if hub_env.get("COURSE_EXCHANGE_DIR") else None
+    service_user = hub_env.get("COURSE_EXCHANGE_USER") if hub_env.get("COURSE_EXCHANGE_USER") != "root" else None
+    hub = Hub(state, port, token, process, log, storage, service_user)
     try:
         _wait_ready(hub, time.monotonic() + timeout)
         yield hub
@@ -190,8 +254,9 @@ def running_hub(state: Path, *, port: int, env: dict[str, str] | None = None, de
         hub.stop()
 
 
-def hub_fixture(*, port: int, scope: str = "module", **kwargs):
-    """A pytest fixture (module-scoped by default) yielding a :class:`Hub` on ports ``port`` .. ``port + 3``."""
+def hub_fixture(*, port: int | None = None, scope: str = "module", **kwargs):
+    """A pytest fixture (module-scoped by default) yielding a :class:`Hub` on ports ``port`` .. ``port + 3``
+    (default: free ones)."""
 
     @pytest.fixture(scope=scope)
     def hub():

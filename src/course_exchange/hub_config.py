@@ -4,7 +4,10 @@ It adds, to the config object ``c``:
 
 * the managed service ``course-exchange`` (the hub starts and stops it; ``python -m course_exchange.service``),
   listening on 127.0.0.1 at ``port``, storing under ``storage``, optionally as another Unix ``user``
-  (the hub must then run as root, as TLJH's does);
+  (the hub must then run as root, as TLJH's does): JupyterHub's managed-service ``user`` option, which
+  starts the service with that user's uid, gid and groups. The storage folder is then made here, as
+  root, owned by that user and 0700, and every folder above it must let that user pass (a clear error
+  names the one that does not);
 * the role ``course-exchange`` for the service itself: ``read:users:name`` and ``read:users:groups``, all
   it needs to learn a caller's courses (their groups) from the hub;
 * access for every user: the default ``user`` role gets ``access:services!service=course-exchange`` (what
@@ -19,6 +22,8 @@ keeps its scopes and gains the access scope.
 from __future__ import annotations
 
 import os
+import pwd
+import stat
 import sys
 from pathlib import Path
 
@@ -37,6 +42,47 @@ def _role(roles: list[dict], name: str, default_scopes: list[str]) -> dict:
     role = {"name": name, "scopes": list(default_scopes)}
     roles.append(role)
     return role
+
+
+def service_home(user: str) -> Path:
+    """The home folder of the service's Unix user (its storage goes there by default)."""
+    try:
+        return Path(pwd.getpwnam(user).pw_dir)
+    except KeyError:
+        raise SystemExit(f"course-exchange: there is no Unix user {user!r} to run the exchange as. Create it "
+                         f"(useradd --system --create-home --home-dir /var/lib/{user} --shell /usr/sbin/nologin "
+                         f"{user}; make hub does this) or name another in COURSE_EXCHANGE_USER") from None
+
+
+def prepare_storage(storage: Path, user: str) -> None:
+    """As root: ``storage`` made (0700) and given to ``user``; every folder above must let ``user`` pass."""
+    entry = pwd.getpwnam(user)
+    storage = Path(storage).resolve()
+    storage.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if storage.stat().st_uid != entry.pw_uid:
+        for path in [storage, *storage.rglob("*")]:       # a storage handed over from another user
+            os.lchown(path, entry.pw_uid, entry.pw_gid)
+    os.chmod(storage, 0o700)
+    for folder in storage.parents:
+        st = folder.stat()
+        if st.st_uid == entry.pw_uid:
+            passable = st.st_mode & stat.S_IXUSR
+        elif st.st_gid in os.getgrouplist(user, entry.pw_gid):
+            passable = st.st_mode & stat.S_IXGRP
+        else:
+            passable = st.st_mode & stat.S_IXOTH
+        if not passable and not _acl_lets_pass(folder):
+            raise SystemExit(f"course-exchange: its user {user} cannot reach its storage {storage}: {folder} is closed "
+                             f"to it. Put the storage elsewhere (COURSE_EXCHANGE_DIR, default ~{user}/storage) or "
+                             f"open that folder (chmod o+x {folder})")
+
+
+def _acl_lets_pass(folder: Path) -> bool:
+    """Whether ``folder`` has a POSIX ACL (which may let the user pass: the kernel decides; assumed yes)."""
+    try:
+        return bool(os.getxattr(folder, "system.posix_acl_access"))
+    except OSError:
+        return False
 
 
 def configure(c, *, port: int, storage: Path, user: str | None = None, client_url: str | None = None,
@@ -59,6 +105,9 @@ def configure(c, *, port: int, storage: Path, user: str | None = None, client_ur
         service["environment"]["COURSE_EXCHANGE_LIMITS"] = os.environ["COURSE_EXCHANGE_LIMITS"]
     if user:
         service["user"] = user
+        service["cwd"] = str(Path(storage).resolve())     # not the hub's folder, which the user may not enter
+        if os.geteuid() == 0:
+            prepare_storage(Path(storage), user)
     services = list(c.JupyterHub.services) if "services" in c.JupyterHub else []
     services = [s for s in services if s.get("name") != SERVICE_NAME] + [service]
     c.JupyterHub.services = services

@@ -1,4 +1,4 @@
-"""The exchange's tests run against a real hub (tests/hubtools.py), one per test worker (see _port)."""
+"""The exchange's tests run against a real hub (tests/hubtools.py), one per test worker, on free ports."""
 
 import sys
 from pathlib import Path
@@ -11,19 +11,7 @@ import os  # noqa: E402
 
 from hubtools import hub_fixture  # noqa: E402
 
-
-def _port() -> int:
-    """Ports of this worker's hub (each xdist worker has its own session): 18010, 18030, then 18060.. by
-    tens (18020 and 18050 are single tests' own hubs, 18040 the benchmark's)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    n = int(worker[2:]) if worker[2:].isdigit() else 0
-    ports = [18010, 18030, 18060, 18070, 18080, 18090]
-    if n >= len(ports):
-        raise RuntimeError(f"tests/exchange: no hub ports for xdist worker {worker} (at most {len(ports)} workers)")
-    return ports[n]
-
-
-hub = hub_fixture(port=_port(), scope="session")   # one hub per test worker: tests use their own courses
+hub = hub_fixture(scope="session")   # one hub per test worker, on free ports: tests use their own courses
 
 import itertools  # noqa: E402
 import subprocess  # noqa: E402

@@ -19,7 +19,7 @@ DATA = (SAMPLES / "correct__ex02_diagnose.ipynb").read_bytes()
 def test_storage_cap_per_student():
     limits = {"MAX_HANDINS_PER_USER": 2}
     with tempfile.TemporaryDirectory(prefix="course-hub-caps-") as tmp, \
-            running_hub(Path(tmp) / "state", port=18050, env={"COURSE_EXCHANGE_LIMITS": json.dumps(limits)}) as hub:
+            running_hub(Path(tmp) / "state", env={"COURSE_EXCHANGE_LIMITS": json.dumps(limits)}) as hub:
         hub.add_group("course-caps-students", ["cap-a", "cap-b"])
         a, b = (Exchange(hub.exchange_url, hub.token(u)) for u in ("cap-a", "cap-b"))
         for _ in range(2):

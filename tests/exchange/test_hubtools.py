@@ -23,11 +23,11 @@ def test_users_groups_and_tokens_come_from_the_hub(hub):
 def test_stopping_the_hub_ends_its_proxy_and_service():
     with tempfile.TemporaryDirectory(prefix="course-hub-stop-") as tmp:
         state = Path(tmp) / "state"
-        with running_hub(state, port=18020) as h:
-            pids = _leftovers(state)
+        with running_hub(state) as h:
+            pids = _leftovers(state, h.storage)
             assert len(pids) >= 2, pids        # the proxy and the exchange, at least
         assert h.process.poll() is not None
-        assert _leftovers(state) == []
+        assert _leftovers(state, h.storage) == []
         assert all(not Path(f"/proc/{p}").exists() or _zombie(p) for p in pids)
 
 

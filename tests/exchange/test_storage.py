@@ -2,6 +2,7 @@
 never overwritten (the same bytes twice are two files), and the store's schema versioned."""
 
 import os
+import pwd
 import sqlite3
 import stat
 
@@ -18,11 +19,14 @@ def test_storage_is_private_and_never_overwritten(hub, make_course, tmp_path):
     b = me.hand_in(course.id, tmp_path / "ex02_diagnose.ipynb", data)["handin"]
     assert a["id"] != b["id"] and a["sha256"] == b["sha256"]
     course.client(prof).give_back(course.id, student, {"total": 1.0}, {"index.html": "<p>ok</p>"})
-    root = hub.state / "exchange"
+    root = hub.storage
     files = [p for p in root.rglob("*")]
     assert len([p for p in files if p.suffix == ".ipynb" and f"/{course.id}/{student}/" in str(p)]) == 2
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
     service_uid = root.stat().st_uid
+    if os.geteuid() == 0:               # a hub run as root runs its exchange as its own unprivileged user
+        assert hub.service_user and service_uid == pwd.getpwnam(hub.service_user).pw_uid != 0, hub.service_user
+        assert _uids(hub.service_pid()) == {service_uid}
     for p in files:
         st = p.lstat()
         assert not stat.S_ISLNK(st.st_mode), p
@@ -47,3 +51,11 @@ def test_schema_version_is_stored_and_a_newer_one_is_refused(tmp_path):
     else:
         raise AssertionError("a newer schema was opened")
     assert os.stat(tmp_path / "x").st_mode & 0o777 == 0o700
+
+
+def _uids(pid: int) -> set[int]:
+    """The real, effective, saved and file-system uids of process ``pid``."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("Uid:"):
+            return {int(x) for x in line.split()[1:]}
+    raise AssertionError(f"no Uid line for {pid}")

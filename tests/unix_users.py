@@ -6,11 +6,16 @@ student, so its tests need real accounts with passwords. :func:`class_users` cre
 to this venv's Python (one POSIX ACL entry per folder, written by ``tests/ordinary_user.py``'s
 ``allow_traverse``) and, when the block ends, removes the accounts, their homes and every ACL entry
 it added, so the machine is left as it was. Every name must start with ``hub-``.
+
+Making and removing users, and the ACL entries, happen under one lock file (``LOCK``): an ACL is
+read, changed and written back, so two test workers doing it at once on the same folder (``/root``,
+say) would each drop the other's entry, and that worker's users could no longer reach the venv.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import secrets
@@ -25,6 +30,17 @@ from pathlib import Path
 from ordinary_user import ACL_VERSION, ACL_XATTR, MASK, USER, _acl_entries, _closed_folders, allow_traverse
 
 PREFIX = "hub-"
+LOCK = Path("/tmp/course-tests-unix-users.lock")
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -67,24 +83,31 @@ def class_users(names: list[str]) -> Iterator[dict[str, UnixUser]]:
             raise ValueError(f"{name}: test users of the hub must be named {PREFIX}*")
     users: dict[str, UnixUser] = {}
     opened: list[tuple[Path, int]] = []
-    interpreter = Path(os.path.realpath(sys.executable))
     try:
-        for name in names:
-            with contextlib.suppress(KeyError):
-                pwd.getpwnam(name)
-                remove(name)                              # left by a run that was killed
-            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True)
-            password = secrets.token_urlsafe(12)
-            subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
-            entry = pwd.getpwnam(name)
-            for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
-                allow_traverse(folder, entry.pw_uid)
-                opened.append((folder, entry.pw_uid))
-            users[name] = UnixUser(name, password, entry.pw_uid, Path(entry.pw_dir))
+        with _locked():
+            _create(names, users, opened)
         yield users
     finally:
-        for folder, uid in opened:
-            with contextlib.suppress(OSError):
-                drop_traverse(folder, uid)
-        for name in users:
-            remove(name)
+        with _locked():
+            for folder, uid in opened:
+                with contextlib.suppress(OSError):
+                    drop_traverse(folder, uid)
+            for name in users:
+                remove(name)
+
+
+def _create(names: list[str], users: dict[str, UnixUser], opened: list[tuple[Path, int]]) -> None:
+    """Make each user, with a password and passage to this venv's Python; record them as they are made."""
+    interpreter = Path(os.path.realpath(sys.executable))
+    for name in names:
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            remove(name)                              # left by a run that was killed
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True)
+        password = secrets.token_urlsafe(12)
+        subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
+        entry = pwd.getpwnam(name)
+        for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
+            allow_traverse(folder, entry.pw_uid)
+            opened.append((folder, entry.pw_uid))
+        users[name] = UnixUser(name, password, entry.pw_uid, Path(entry.pw_dir))
