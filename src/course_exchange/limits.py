@@ -20,6 +20,8 @@ RATE_HANDINS = 30                   # hand-ins a user may make ...
 RATE_WINDOW_S = 60.0                # ... in this many seconds (a sliding window); then 429
 LINGER_S = 5.0                      # after refusing a body, how long the rest is read and dropped
 GROUPS_CACHE_S = 5.0                # how long the hub's answer about a user's groups is reused
+AUTH_CACHE_S = 5.0                  # how long the hub's answer about a token is reused (a revoked one: refused after)
+UPLOADS_IN_FLIGHT_PER_USER = 2      # one user's hand-ins being received or checked at once; then 429
 CHECK_WORKERS = 2                   # threads that run the grader's static check (the machine's cores)
 
 

@@ -30,10 +30,8 @@ environment and the hub's ``JUPYTERHUB_*`` variables.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import re
 import signal
 import time
 from collections import deque
@@ -41,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, urlparse
 
-from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
+from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler
 from jupyterhub.utils import url_path_join
 from tornado import httpclient, web
 from tornado.httpserver import HTTPServer
@@ -50,28 +48,19 @@ from tornado.ioloop import IOLoop
 from course_grader import api
 
 from . import limits
-from .courses import Role, course_id_problem, roles_from_groups
-from .errors import (
-    BadRequest,
-    Forbidden,
-    GraderRefuses,
-    NotAllowedMethod,
-    NotFound,
-    NotSignedIn,
-    Refused,
-    TooLarge,
-    TooMany,
-)
+from .courses import roles_from_groups
+from .errors import NotFound, TooMany
+from .feedback import FeedbackPage, MyFeedback, ReturnFeedback
+from .handins import Collect, Deadlines, HandinFile, HandinUpload, MyHandins
+from .handler_base import Base
 from .store import Store
 
 SERVICE_NAME = "course-exchange"
-PAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.html\Z")
-HANDIN_FILE = re.compile(r"^ex[0-9]{2}[A-Za-z0-9_-]{0,80}\.ipynb\Z")
-FORBIDDEN_FIELDS = ("student", "user", "username")
 
 
 class Exchange:
-    """What the handlers share: the store, the grader's exercises, the hub client, the rate windows."""
+    """What the handlers share: the store, the grader's exercises, the hub client, the rate windows and
+    the hand-ins in flight."""
 
     def __init__(self, root: Path, solutions: Path | None = None):
         self.store = Store(root)
@@ -79,6 +68,7 @@ class Exchange:
         self.exercises = {ex.name: ex for ex in api.exercises(solutions).values()}
         self.checks = ThreadPoolExecutor(limits.CHECK_WORKERS, thread_name_prefix="exchange-check")
         self.windows: dict[str, deque[float]] = {}
+        self.in_flight: dict[str, int] = {}
         self.groups: dict[str, tuple[float, list[str]]] = {}
         self.hub_api = os.environ.get("JUPYTERHUB_API_URL", "").rstrip("/")
         self.token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
@@ -103,6 +93,21 @@ class Exchange:
                           f"try again in {wait} s (nothing was stored)")
         window.append(t)
 
+    def hold_upload(self, user: str) -> None:
+        """One more hand-in of ``user`` being received or checked, or TooMany: one user's uploads never hold
+        more than a few bodies in memory nor every one of the grader's check threads."""
+        if self.in_flight.get(user, 0) >= limits.UPLOADS_IN_FLIGHT_PER_USER:
+            raise TooMany(f"too many hand-ins at once: at most {limits.UPLOADS_IN_FLIGHT_PER_USER} of yours may be "
+                          "on their way or being checked; wait for them to finish (nothing was stored)")
+        self.in_flight[user] = self.in_flight.get(user, 0) + 1
+
+    def release_upload(self, user: str) -> None:
+        left = self.in_flight.get(user, 0) - 1
+        if left > 0:
+            self.in_flight[user] = left
+        else:
+            self.in_flight.pop(user, None)
+
     async def groups_of(self, user: str) -> list[str]:
         """The user's hub groups, asked of the hub with the service's own token (cached a few seconds)."""
         cached = self.groups.get(user)
@@ -120,330 +125,20 @@ class Exchange:
         return groups
 
 
-class Base(HubOAuthenticated, web.RequestHandler):
-    """Identity from the hub (token, else OAuth cookie); refusals as JSON ``{"error": ...}``."""
-
-    @property
-    def exchange(self) -> Exchange:
-        return self.settings["exchange"]
-
-    def get_current_user(self):      # set by prepare(), never looked up synchronously on the loop
-        return getattr(self, "_user", None)
-
-    async def prepare(self):
-        self._user = None
-        for name in FORBIDDEN_FIELDS:
-            if name in self.request.query_arguments:
-                raise BadRequest(f"a {name!r} field is refused: the exchange takes who you are from the hub "
-                                 "(your token or your login), never from the request")
-        model = await self.hub_auth.get_user(self, sync=False)
-        if model:
-            try:
-                model = self.check_hub_user(model)
-            except UserNotAllowed:
-                raise Forbidden(f"{model.get('kind', 'user')} {model.get('name')} may not use the exchange (the hub "
-                                "gave it no access:services!service=course-exchange)") from None
-        if model and model.get("kind", "user") == "user":
-            self._user = model["name"]
-
-    def me(self) -> str:
-        if not self._user:
-            raise NotSignedIn("not signed in: send your hub token (Authorization: token $JUPYTERHUB_API_TOKEN) "
-                              "or log in to the hub")
-        return self._user
-
-    async def role_in(self, course: str) -> Role:
-        if problem := course_id_problem(course):
-            raise BadRequest(problem)
-        roles = roles_from_groups(await self.exchange.groups_of(self.me()))
-        if course not in roles:
-            raise Forbidden(f"{self.me()} is not in course {course} (hub groups course-{course}-students or "
-                            f"course-{course}-instructors)")
-        return roles[course]
-
-    async def as_student(self, course: str) -> str:
-        """The caller's name, when they are a student (or instructor) of ``course``: their own things only."""
-        await self.role_in(course)
-        return self.me()
-
-    async def as_instructor(self, course: str) -> str:
-        if await self.role_in(course) is not Role.INSTRUCTOR:
-            raise Forbidden(f"{self.me()} is not an instructor of course {course} (hub group "
-                            f"course-{course}-instructors)")
-        return self.me()
-
-    def json_body(self, cap: int = limits.MAX_JSON_BYTES):
-        if len(self.request.body) > cap:
-            raise TooLarge(f"the body is {len(self.request.body)} bytes; at most {cap} here")
-        try:
-            body = json.loads(self.request.body or b"null")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"the body is not JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise BadRequest("the body must be a JSON object")
-        for name in FORBIDDEN_FIELDS:
-            if name in body:
-                raise BadRequest(f"a {name!r} field is refused: the exchange takes who you are from the hub")
-        return body
-
-    def reply(self, obj, status: int = 200) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.set_header("Cache-Control", "no-store")
-        self.finish(json.dumps(obj, indent=1))
-
-    def _handle_request_exception(self, e):
-        if isinstance(e, Refused):
-            if not self._finished:
-                self.clear()
-                self.reply({"error": str(e), "status": e.status}, e.status)
-            return
-        super()._handle_request_exception(e)
-
-    def write_error(self, status_code, **kwargs):
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(json.dumps({"error": self._reason, "status": status_code}))
-
-    def _unsupported(self, *args, **kwargs):
-        raise NotAllowedMethod(f"{self.request.method} is not supported on {self.request.path}")
-
-    def get(self, *args, **kwargs):
-        self._unsupported()
-
-    def post(self, *args, **kwargs):
-        self._unsupported()
-
-    def put(self, *args, **kwargs):
-        self._unsupported()
-
-    def delete(self, *args, **kwargs):
-        self._unsupported()
-
-    def patch(self, *args, **kwargs):
-        self._unsupported()
-
-
 class MeHandler(Base):
-    async def get(self):
+    async def on_get(self):
         roles = roles_from_groups(await self.exchange.groups_of(self.me()))
         self.reply({"user": self.me(), "courses": {c: str(r) for c, r in sorted(roles.items())}})
 
 
-@web.stream_request_body
-class HandinUpload(Base):
-    """POST api/courses/C/handins/FILE: the body (streamed, capped) is the notebook.
-
-    A refusal is sent as soon as it is known (from the headers, or when the body passes the cap), and the
-    rest of the body is then read and dropped for at most ``limits.LINGER_S`` before the connection is
-    closed: closing at once, with the client still sending, resets the connection, and the hub's proxy
-    then answers 503 instead of passing the refusal on. Nothing of a refused body is kept.
-    """
-
-    async def prepare(self):
-        self._chunks: list[bytes] = []
-        self._size = 0
-        self._answered = False
-        self.request.connection.set_max_body_size(1 << 40)    # the cap is data_received's, which answers 413
-        try:
-            await self.admit()
-        except Refused as exc:
-            self.answer_early(exc)
-
-    async def admit(self) -> None:
-        if self.request.method != "POST":
-            raise NotAllowedMethod(f"{self.request.method} is not supported on {self.request.path}")
-        length = self.request.headers.get("Content-Length")
-        if length is not None:
-            if not length.isdigit():
-                raise BadRequest(f"Content-Length {length!r} is not a number")
-            if int(length) > limits.MAX_UPLOAD_BYTES:
-                raise TooLarge(f"the upload is {int(length)} bytes; a hand-in may be at most "
-                               f"{limits.MAX_UPLOAD_BYTES} bytes (nothing was stored)")
-        await super().prepare()
-        course, file_name = self.path_args
-        self.student = await self.as_student(course)
-        self.ex = self.check_name(file_name)
-        self.exchange.take_rate(self.student)
-        count, size = self.exchange.store.usage(course, self.student)
-        if count >= limits.MAX_HANDINS_PER_USER or size >= limits.MAX_STORED_BYTES_PER_USER:
-            raise TooMany(f"your storage in course {course} is full ({count} hand-ins, {size} bytes; at most "
-                          f"{limits.MAX_HANDINS_PER_USER} and {limits.MAX_STORED_BYTES_PER_USER} bytes): ask your "
-                          "instructor (nothing was stored)")
-
-    def answer_early(self, exc: Refused) -> None:
-        body = json.dumps({"error": str(exc), "status": exc.status}, indent=1).encode()
-        self.clear()
-        self.set_status(exc.status)
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.set_header("Content-Length", str(len(body)))
-        self.set_header("Connection", "close")
-        self.write(body)
-        self.flush()
-        self._answered = True
-        self._chunks.clear()
-        IOLoop.current().call_later(limits.LINGER_S, self.hang_up)
-
-    def hang_up(self) -> None:
-        if not self._finished:
-            self.request.connection.close()
-
-    def check_name(self, file_name: str) -> api.ExerciseInfo:
-        if not HANDIN_FILE.fullmatch(file_name):
-            raise BadRequest(f"{file_name!r}: a hand-in is named exNN_slug.ipynb (no folders, no '..')")
-        stem = file_name.removesuffix(".ipynb")
-        if stem not in self.exchange.exercises:
-            known = ", ".join(sorted(self.exchange.exercises))
-            raise BadRequest(f"{file_name}: no exercise of that name (known: {known})")
-        return self.exchange.exercises[stem]
-
-    def data_received(self, chunk: bytes):
-        if self._answered:
-            return                                   # dropped: the refusal is already on its way
-        self._size += len(chunk)
-        if self._size > limits.MAX_UPLOAD_BYTES:
-            self.answer_early(TooLarge(f"the upload passed {limits.MAX_UPLOAD_BYTES} bytes, the most a hand-in "
-                                       "may be (nothing was stored)"))
-            return
-        self._chunks.append(chunk)
-
-    async def post(self, course, file_name):
-        if self._answered:
-            self.finish()                            # the whole body came before the linger ran out
-            return
-        data = b"".join(self._chunks)
-        self._chunks.clear()
-        loop = asyncio.get_running_loop()
-        try:
-            check = await loop.run_in_executor(
-                self.exchange.checks, lambda: api.check_handin(data, self.student, self.ex.name + ".ipynb",
-                                                               solutions=self.exchange.solutions))
-        except api.HandinError as exc:
-            raise BadRequest(str(exc)) from None
-        if check.refused:
-            raise GraderRefuses(f"refused: the grader would reject {file_name}: {check.refused}")
-        h = self.exchange.store.add_handin(course, self.student, self.ex.id, self.ex.name, data, check.warnings)
-        h = next(x for x in self.exchange.store.handins(course, self.student) if x.id == h.id)   # late? counts?
-        self.reply({"handin": h.public(), "warnings": check.warnings}, 201)
-
-
-class MyHandins(Base):
-    async def get(self, course):
-        me = await self.as_student(course)
-        self.reply({"course": course, "deadlines": self.exchange.store.deadlines(course),
-                    "handins": [h.public() for h in self.exchange.store.handins(course, me)]})
-
-
-class Deadlines(Base):
-    async def get(self, course):
-        await self.as_student(course)
-        self.reply({"course": course, "deadlines": self.exchange.store.deadlines(course)})
-
-    async def put(self, course):
-        me = await self.as_instructor(course)
-        body = self.json_body()
-        known = {ex.id for ex in self.exchange.exercises.values()}
-        wanted: dict[str, str | None] = {}
-        from datetime import datetime
-
-        from .store import stamp
-        for exercise, value in body.items():
-            if exercise not in known:
-                raise BadRequest(f"{exercise!r}: no such exercise (known: {', '.join(sorted(known))})")
-            if value is None:
-                wanted[exercise] = None
-                continue
-            try:
-                t = datetime.fromisoformat(str(value))
-            except ValueError:
-                raise BadRequest(f"{exercise}: {value!r} is not an ISO 8601 time (2026-12-10T17:00+00:00)") from None
-            if t.tzinfo is None:
-                raise BadRequest(f"{exercise}: {value!r} has no time zone; say which (+00:00 for UTC)")
-            wanted[exercise] = stamp(t)
-        self.reply({"course": course, "deadlines": self.exchange.store.set_deadlines(course, wanted, me)})
-
-
-class Collect(Base):
-    async def get(self, course):
-        await self.as_instructor(course)
-        handins = self.exchange.store.handins(course)
-        self.reply({"course": course, "deadlines": self.exchange.store.deadlines(course),
-                    "counted": [h.public() for h in handins if h.counts],
-                    "all": len(handins)})
-
-
-class HandinFile(Base):
-    async def get(self, course, hid):
-        await self.as_instructor(course)
-        try:
-            h = self.exchange.store.handin(int(hid))
-        except (TypeError, ValueError):
-            raise NotFound(f"no hand-in {hid} in course {course}") from None
-        if h.course != course:
-            raise NotFound(f"no hand-in {hid} in course {course}")
-        self.set_header("Content-Type", "application/x-ipynb+json")
-        self.set_header("X-Handin-Sha256", h.sha256)
-        self.finish(self.exchange.store.handin_bytes(h))
-
-
-class MyFeedback(Base):
-    async def get(self, course, page=None):
-        me = await self.as_student(course)
-        fb = self.exchange.store.feedback(course, me)
-        if page is None:
-            self.reply({"course": course, "student": me,
-                        "feedback": None if fb is None else {k: fb[k] for k in ("id", "returned", "score", "pages")}})
-            return
-        if not PAGE_NAME.fullmatch(page):
-            raise BadRequest(f"{page!r}: not a feedback page name")
-        data = self.exchange.store.feedback_page(course, me, page)
-        if data is None:
-            raise NotFound(f"no feedback page {page} for you in course {course}")
-        self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
-        self.finish(data)
-
-
-class FeedbackPage(MyFeedback):
-    """The browser's way to a student's own pages: the hub's OAuth login, then the page."""
-
-    async def get(self, course, page=None):
-        if not self._user:
-            self.redirect(self.get_login_url())
-            return
-        await super().get(course, page or "index.html")
-
-
-class ReturnFeedback(Base):
-    async def put(self, course, student):
-        me = await self.as_instructor(course)
-        if problem := api.student_id_problem(student):
-            raise BadRequest(problem)
-        if len(self.request.body) > limits.MAX_FEEDBACK_BYTES:
-            raise TooLarge(f"the feedback is {len(self.request.body)} bytes; at most {limits.MAX_FEEDBACK_BYTES}")
-        try:
-            body = json.loads(self.request.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"the body is not JSON: {exc}") from None
-        if not isinstance(body, dict) or not isinstance(body.get("pages"), dict) or not body["pages"]:
-            raise BadRequest('the body must be {"score": {...}, "pages": {"index.html": "...", ...}}')
-        score = body.get("score")
-        if not isinstance(score, dict):
-            raise BadRequest('"score" must be an object, e.g. {"total": 7, "possible": 10}')
-        pages: dict[str, bytes] = {}
-        for name, text in body["pages"].items():
-            if not isinstance(name, str) or not PAGE_NAME.fullmatch(name) or not isinstance(text, str):
-                raise BadRequest(f"{name!r}: a page is NAME.html (no folders, no '..') with HTML text")
-            pages[name] = text.encode("utf-8")
-        if "index.html" not in pages:
-            raise BadRequest("the pages must include index.html")
-        fb = self.exchange.store.add_return(course, student, score, pages, me)
-        self.reply({"course": course, "student": student, "returned": fb["returned"], "pages": fb["pages"]}, 201)
-
-
 class Fallback(Base):
-    async def prepare(self):
-        await super().prepare()
+    async def admit(self, *args) -> None:
         raise NotFound(f"no such endpoint: {self.request.method} {self.request.path}")
+
+    async def on_get(self):     # never reached: admit refuses every request
+        raise NotFound(f"no such endpoint: {self.request.method} {self.request.path}")
+
+    on_post = on_put = on_delete = on_patch = on_get
 
 
 def make_app(exchange: Exchange, prefix: str) -> web.Application:
@@ -464,6 +159,9 @@ def make_app(exchange: Exchange, prefix: str) -> web.Application:
         (url_path_join(p, "oauth_callback"), HubOAuthCallbackHandler),
         (rf"{p}/.*", Fallback),
     ]
+    # the hub's answer about a token is reused for AUTH_CACHE_S (JupyterHub's default is 300 s): a token the
+    # hub has revoked (a stopped server's, one deleted on the token page) stops working within seconds
+    HubOAuth.instance(cache_max_age=int(limits.AUTH_CACHE_S))
     return web.Application(routes, exchange=exchange, cookie_secret=os.urandom(32))
 
 
@@ -474,7 +172,7 @@ def main() -> None:
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE_NAME}/")
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:18010"))
     app = make_app(exchange, prefix)
-    server = HTTPServer(app, max_body_size=limits.MAX_FEEDBACK_BYTES + 1, max_buffer_size=limits.MAX_FEEDBACK_BYTES + 1)
+    server = HTTPServer(app, max_buffer_size=1 << 20)    # each endpoint caps its own body (handler_base)
     server.listen(url.port, url.hostname or "127.0.0.1")
     print(f"course-exchange: serving {root} at {url.geturl()}{prefix.lstrip('/')}", flush=True)
     loop = IOLoop.current()

@@ -148,7 +148,8 @@ class Store:
         return int(row[0]), int(row[1])
 
     def add_handin(self, course: str, student: str, exercise: str, exercise_name: str, data: bytes,
-                   warnings: list[str]) -> Handin:
+                   warnings: list[str], *, received: datetime | None = None) -> Handin:
+        """Store one hand-in; ``received`` is when it arrived (default: now), which decides whether it is late."""
         folder = _mkdirs(self.root, Path("handins", course, student))
         sha = hashlib.sha256(data).hexdigest()
         tmp_name = f".new-{os.urandom(8).hex()}"
@@ -156,11 +157,11 @@ class Store:
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                received = stamp(now())
                 cur = self.db.execute(
                     "INSERT INTO handins (course, student, exercise, exercise_name, received, sha256, size, file, "
                     "warnings) VALUES (?, ?, ?, ?, ?, ?, ?, '', ?)",
-                    (course, student, exercise, exercise_name, received, sha, len(data), json.dumps(warnings)))
+                    (course, student, exercise, exercise_name, stamp(received or now()), sha, len(data),
+                     json.dumps(warnings)))
                 hid = cur.lastrowid
                 rel = Path("handins", course, student, f"{hid:06d}__{exercise_name}.ipynb")
                 os.link(tmp, self.root / rel)      # FileExistsError: never replace a stored hand-in
@@ -173,9 +174,9 @@ class Store:
             tmp.unlink(missing_ok=True)
         return self.handin(hid)
 
-    def handin(self, hid: int) -> Handin:
+    def handin(self, hid: int) -> Handin | None:
         row = self.db.execute("SELECT * FROM handins WHERE id=?", (hid,)).fetchone()
-        return _handin(row)
+        return None if row is None else _handin(row)
 
     def handin_bytes(self, h: Handin) -> bytes:
         return (self.root / h.file).read_bytes()
@@ -256,7 +257,8 @@ def _handin(row: sqlite3.Row) -> Handin:
 def mark(handins: list[Handin], deadlines: dict[str, str]) -> list[Handin]:
     """Which hand-in counts for each (student, exercise): the latest received by the exercise's deadline
     (the latest of all when there is no deadline); when all came after the deadline, the latest, late.
-    Every hand-in after the deadline is marked late; none is dropped."""
+    Every hand-in after the deadline is marked late; none is dropped. "Latest" is by the time received
+    (then by id): two hand-ins checked at once may be stored in the other order. The list keeps its order."""
     from dataclasses import replace
 
     def received(h: Handin) -> datetime:
@@ -267,12 +269,12 @@ def mark(handins: list[Handin], deadlines: dict[str, str]) -> list[Handin]:
     latest_on_time: dict[tuple[str, str], int] = {}
     for h in handins:
         d = deadlines.get(h.exercise)
-        late = d is not None and received(h) > datetime.fromisoformat(d)
-        out.append(replace(h, late=late))
-        key = (h.student, h.exercise)
-        latest[key] = len(out) - 1
-        if not late:
-            latest_on_time[key] = len(out) - 1
+        out.append(replace(h, late=d is not None and received(h) > datetime.fromisoformat(d)))
+    for i in sorted(range(len(out)), key=lambda i: (received(out[i]), out[i].id)):
+        key = (out[i].student, out[i].exercise)
+        latest[key] = i
+        if not out[i].late:
+            latest_on_time[key] = i
     for key, i in latest.items():
         j = latest_on_time.get(key, i)
         out[j] = replace(out[j], counts=True)
