@@ -30,7 +30,7 @@ from course_grader import api
 
 from .client import Exchange, ExchangeError
 
-COLLECT_MANIFEST = "collected.json"
+COLLECT_MANIFEST = ".collected.json"    # hidden: `course grade DIR` reads only the notebooks
 
 
 def _parser(prog: str, help_text: str) -> argparse.ArgumentParser:
@@ -69,8 +69,8 @@ def submit_main(argv: list[str] | None = None) -> int:
     try:
         ex = Exchange.from_env()
         course = ex.course(args.course)
-        saved = datetime.fromtimestamp(args.file.stat().st_mtime)
-        print(f"handing in {args.file} as saved on disk at {saved:%Y-%m-%d %H:%M} to course {course} "
+        saved = datetime.fromtimestamp(args.file.stat().st_mtime).astimezone()
+        print(f"handing in {args.file} as saved on disk at {_when(saved)} to course {course} "
               "(anything typed in Lab since the last save is not handed in)")
         reply = ex.hand_in(course, args.file, data)
     except ExchangeError as exc:
@@ -82,10 +82,24 @@ def submit_main(argv: list[str] | None = None) -> int:
         print(f"warning: {w}")
     if reply["warnings"]:
         print(f"warning: handed in all the same; run `course check {args.file}` to see the public tests")
-    print(f"handed in: #{h['id']} {h['exercise_name']} at {h['received']} (sha256 {h['sha256']})")
+    print(f"handed in: #{h['id']} {h['exercise_name']} at {_when(datetime.fromisoformat(h['received']))} "
+          f"(sha256 {h['sha256'][:12]})")
+    deadline = reply.get("deadline")
     if h["late"]:
-        print("note: after this exercise's deadline: kept and marked late")
+        print(f"LATE: after this exercise's deadline ({_when(datetime.fromisoformat(deadline))}); it is kept and "
+              "marked late. Your latest hand-in before the deadline is the one graded, if you made one")
+    elif deadline:
+        print(f"this one counts: your latest hand-in before the deadline ({_when(datetime.fromisoformat(deadline))}) "
+              "is the one graded; you may hand in again until then")
+    else:
+        print("this one counts: your latest hand-in is the one graded; you may hand in again")
+    print("`course handins` lists yours; once your instructor returns feedback, `course feedback` brings it here")
     return 0
+
+
+def _when(t: datetime) -> str:
+    """A time as a person reads it, in this machine's zone, which it names (2026-12-03 09:14:23 UTC)."""
+    return t.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def handins_main(argv: list[str] | None = None) -> int:
@@ -186,6 +200,7 @@ def collect_main(argv: list[str] | None = None) -> int:
           f"({listing['all']} stored; {len(late)} counted ones came late)")
     for m in late:
         print(f"  late: {m['file']} received {m['received']}")
+    print(f"record: {args.to / COLLECT_MANIFEST} (id, time, sha256, late of each; hidden from course grade)")
     print(f"next: course grade {args.to}")
     return 0
 

@@ -19,6 +19,7 @@ def test_hand_in_collect_grade_return_and_feedback(make_course, tmp_path):
     first.write_bytes((SAMPLES / "unanswered__ex02_diagnose.ipynb").read_bytes())
     r = course.course(alice, "submit", first, check=True)
     assert "handed in: #" in r.stdout and "not answered" in r.stdout      # the grader's warnings, taken
+    assert "this one counts: your latest hand-in is the one graded" in r.stdout     # no deadline set
     first.write_bytes((SAMPLES / "correct__ex02_diagnose.ipynb").read_bytes())
     course.course(alice, "submit", first, check=True)
     bob_file = tmp_path / "bob" / "ex02_diagnose.ipynb"
@@ -36,12 +37,13 @@ def test_hand_in_collect_grade_return_and_feedback(make_course, tmp_path):
     assert files == sorted([f"{alice}__ex02_diagnose.ipynb", f"{bob}__ex02_diagnose.ipynb"])
     assert (collected / f"{alice}__ex02_diagnose.ipynb").read_bytes() == first.read_bytes()   # the latest counts
     assert (collected / f"{bob}__ex02_diagnose.ipynb").read_bytes() == bob_file.read_bytes()
-    manifest = json.loads((collected / "collected.json").read_text())
+    manifest = json.loads((collected / ".collected.json").read_text())     # hidden: course grade reads notebooks
     assert {m["sha256"] for m in manifest} == {hashlib.sha256(first.read_bytes()).hexdigest(),
                                                hashlib.sha256(bob_file.read_bytes()).hexdigest()}
 
     out = tmp_path / "graded"
-    course.course(prof, "grade", collected, "--out", out, "--no-progress", check=True)
+    graded = course.course(prof, "grade", collected, "--out", out, "--no-progress", check=True)
+    assert "problem:" not in graded.stdout + graded.stderr          # the folder is the hand-ins, nothing else
     course.course(prof, "grade", "--hand-back", out, check=True)
     handback = tmp_path / "graded-hand-back"
     r = course.course(prof, "return", course.id, handback, check=True)
