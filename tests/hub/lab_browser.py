@@ -5,9 +5,10 @@ answer into a notebook cell in JupyterLab and save it, open a Lab terminal and r
 read what the page shows. Screenshots go where the caller says, for a person to look at.
 
 A command typed into a Lab terminal also writes its output and exit status to a file in the
-student's home (``... > ~/.hub-test/N.out; echo $? > ~/.hub-test/N.rc``, typed as part of the
-line): the test reads those as root, because xterm draws its text on a canvas where the DOM has
-no text to read. The screenshot shows the same output on screen.
+student's home (``~/.hub-test/N.out`` and ``N.rc``): the test reads those as root, because xterm
+draws its text on a canvas where the DOM has no text to read. So that the screenshot reads as a
+person's terminal, a short shell function ``t`` does the recording: it is typed once and the screen
+cleared, then each command shows as ``t N 'COMMAND'`` followed by its own output.
 """
 
 from __future__ import annotations
@@ -100,6 +101,17 @@ def save(page) -> None:
     page.wait_for_timeout(1500)
 
 
+def open_path(page, path: str) -> None:
+    """File > Open from Path..., as a student opens a file by its path (relative to their home): the
+    file opens in a new tab of the Lab already loaded, with no reload of the page."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Open from Path")).click()
+    field = page.locator(".jp-Dialog input").first
+    field.wait_for(timeout=LAB_TIMEOUT_MS)
+    field.fill(path)
+    page.keyboard.press("Enter")
+
+
 def open_terminal(page) -> None:
     """File > New > Terminal, as a student opens one."""
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
@@ -115,14 +127,23 @@ class Terminal:
     def __init__(self, page, home: Path, *, start: int = 0):
         self.page, self.home, self.count = page, home, start
 
-    def run(self, command: str, *, timeout_s: float = COMMAND_TIMEOUT_S) -> tuple[int, str]:
-        self.count += 1
-        n = self.count
-        line = (f"mkdir -p ~/.hub-test; ({command}) 2>&1 | tee ~/.hub-test/{n}.out; "
-                f"echo ${{PIPESTATUS[0]}} > ~/.hub-test/{n}.rc")
+    RECORDER = ('mkdir -p ~/.hub-test; t() { (eval "$2") 2>&1 | tee ~/.hub-test/$1.out; '
+                'echo ${PIPESTATUS[0]} > ~/.hub-test/$1.rc; }; clear')
+
+    def type_line(self, line: str) -> None:
         self.page.locator(".jp-Terminal .xterm").first.click()
         self.page.keyboard.type(line)
         self.page.keyboard.press("Enter")
+
+    def run(self, command: str, *, timeout_s: float = COMMAND_TIMEOUT_S) -> tuple[int, str]:
+        if "'" in command:
+            raise ValueError(f"{command!r}: the terminal's recorder takes commands without single quotes")
+        if not getattr(self, "_recording", False):
+            self.type_line(self.RECORDER)          # once per shell (a reloaded Lab keeps its terminal's shell)
+            self._recording = True
+        self.count += 1
+        n = self.count
+        self.type_line(f"t {n} '{command}'")
         rc_file = self.home / ".hub-test" / f"{n}.rc"
         deadline = time.monotonic() + timeout_s
         while not (rc_file.exists() and rc_file.read_text().strip()):

@@ -16,9 +16,10 @@ Chromium. In order:
 6. the course is updated (a new commit in the edition), alice opens the link again: nbgitpuller's
    merge brings the update and keeps her answer.
 
-Screenshots of each step go to build/test-screenshots/hub/ (kept after the run; the path is printed). Ports 18100-18103
-for the hub, 18110-18179 for the students' servers. Skipped, naming the reason, without root,
-Chromium, playwright, node or configurable-http-proxy.
+The exchange runs as its own Unix user (``hub-exchange``), as the hub's config runs it as root.
+Screenshots of each step go to build/test-screenshots/hub/ (kept after the run; the path is printed);
+the seconds each step took are printed. The hub and the students' servers take free ports. Skipped,
+naming the reason, without root, Chromium, playwright, node or configurable-http-proxy.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import hubtools
@@ -44,8 +47,6 @@ from course_link import student_link  # noqa: E402  (hub/course_link.py: the lin
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = Path(sys.executable).with_name("course")
 SCREENSHOTS = ROOT / "build" / "test-screenshots" / "hub"     # kept after the run, for a person to look at
-PORT = 18100
-SERVER_PORTS = "18110-18179"
 COURSE_ID = "e2e"
 EXERCISE = "exercises/ex01_capture_boundary.ipynb"
 STUB_MARKER = "ex01-rewrite: replace this line"
@@ -95,6 +96,18 @@ def publish(edition: Path) -> None:
         pytest.fail(f"course publish could not make the student edition:\n{published.stdout}{published.stderr}")
 
 
+class Steps:
+    """Prints how long each step took (figures for a person; nothing is asserted about them)."""
+
+    def __init__(self):
+        self.start = self.last = time.monotonic()
+
+    def done(self, what: str) -> None:
+        t = time.monotonic()
+        print(f"[hub e2e] {what}: {t - self.last:.1f} s (total {t - self.start:.1f} s)", flush=True)
+        self.last = t
+
+
 def test_a_class_on_the_hub(tmp_path):
     shots = SCREENSHOTS
     shutil.rmtree(shots, ignore_errors=True)
@@ -103,21 +116,35 @@ def test_a_class_on_the_hub(tmp_path):
     shared = Path(tempfile.mkdtemp(prefix="hub-e2e-"))     # readable by the students: the edition, git's config
     os.chmod(shared, 0o755)
     edition = shared / "edition"
+    steps = Steps()
     try:
-        publish(edition)
         env = {"COURSE_HUB_EDITION": str(edition), "COURSE_HUB_SHARED": str(shared / "hub"),
-               "COURSE_HUB_SERVER_PORTS": SERVER_PORTS, "COURSE_EXCHANGE_DIR": str(shared / "exchange")}
-        with unix_users.class_users(["hub-alice", "hub-bob", "hub-prof"]) as users, \
-                hubtools.running_hub(tmp_path / "state", port=PORT, demo=False, env=env) as hub:
-            _the_class(hub, users, edition, shared / "exchange", shots)
+               "COURSE_EXCHANGE_DIR": str(shared / "exchange"), "COURSE_EXCHANGE_USER": "hub-exchange"}
+        # the edition is published while the users are made and the hub starts (the hub's config only
+        # names the edition's path; the first student's link reads it)
+        with ThreadPoolExecutor(1) as pool:
+            published = pool.submit(publish, edition)
+            with unix_users.class_users(["hub-alice", "hub-bob", "hub-prof", "hub-exchange"]) as users:
+                with hubtools.running_hub(tmp_path / "state", demo=False, env=env) as hub:
+                    steps.done("the hub, its proxy and the exchange up")
+                    published.result()
+                    steps.done("course publish (the student edition), started with the hub")
+                    _the_class(hub, users, edition, shared / "exchange", shots, steps)
+                    steps.done("the class")
+                steps.done("the hub stopped")
+            steps.done("Unix users removed")
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
 
-def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
+def _the_class(hub, users, edition: Path, storage: Path, shots: Path, steps: Steps) -> None:
     from playwright.sync_api import sync_playwright
 
-    alice, bob, prof = users["hub-alice"], users["hub-bob"], users["hub-prof"]
+    alice, bob, prof, service = users["hub-alice"], users["hub-bob"], users["hub-prof"], users["hub-exchange"]
+    assert storage.stat().st_uid == service.uid and stat.S_IMODE(storage.stat().st_mode) == 0o700
+    with open(f"/proc/{hub.service_pid()}/status") as fh:
+        uids = next(line for line in fh if line.startswith("Uid:")).split()[1:]
+    assert set(uids) == {str(service.uid)}, uids           # the exchange runs as its own user, not root
     hub.add_group(f"course-{COURSE_ID}-students", [alice.name, bob.name])
     hub.add_group(f"course-{COURSE_ID}-instructors", [prof.name])
     assert "PAMAuthenticator" in hub.log_text() and "LocalProcessSpawner" in hub.log_text()
@@ -126,14 +153,18 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
     with sync_playwright() as p:
         browser = lab_browser.browser(p)
         try:
-            # 1. log in; the nbgitpuller link of the server's default URL lands on lesson 01
+            # 1. log in; the nbgitpuller link of the server's default URL lands on lesson 01. Bob's login and
+            # alice's load at once (two people in one class); prof's server starts meanwhile, as if he had
+            # logged in earlier (he logs in with the browser in step 4, onto his running server)
+            hub.api("POST", f"users/{prof.name}/server", ok=(201, 202))
             bob_page = browser.new_context().new_page()
             lab_browser.log_in(bob_page, hub.url, bob.name, bob.password)
-            lab_browser.wait_for_notebook(bob_page, "01_lesson_goals")
             page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
             lab_browser.log_in(page, hub.url, alice.name, alice.password)
             lab_browser.wait_for_notebook(page, "01_lesson_goals")
+            lab_browser.wait_for_notebook(bob_page, "01_lesson_goals")
             page.screenshot(path=str(shots / "1-alice-lesson-01.png"))
+            steps.done("1. bob and alice log in; the link lands them on lesson 01")
             assert page.url.endswith(f"/user/{alice.name}/lab/tree/torch-compile-course/{lab_browser.FIRST_LESSON}")
             assert (clone / ".git").is_dir() and (clone / EXERCISE).stat().st_uid == alice.uid
             assert not (clone / "solutions").exists() and not (clone / "tests").exists()
@@ -141,11 +172,12 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
                 assert stat.S_IMODE(home.stat().st_mode) == 0o700, home
 
             # 2. answer ex01 in Lab and save
-            page.goto(f"{hub.url}user/{alice.name}/lab/tree/torch-compile-course/{EXERCISE}")
+            lab_browser.open_path(page, f"torch-compile-course/{EXERCISE}")
             lab_browser.wait_for_notebook(page, "ex01_capture_boundary")
             lab_browser.replace_cell_source(page, STUB_MARKER, ANSWER)
             lab_browser.save(page)
             page.screenshot(path=str(shots / "2-alice-answered-ex01.png"))
+            steps.done("2. alice answers ex01 in Lab and saves")
             assert "typed in Lab by the hub's end-to-end test" in answer_cell(clone / EXERCISE)
 
             # 3. a Lab terminal: other people's files stay closed; hand in with no --student
@@ -158,6 +190,7 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
             assert storage.stat().st_uid != alice.uid and stat.S_IMODE(storage.stat().st_mode) == 0o700
             rc, out = terminal.run(f"cd ~/torch-compile-course && course submit {EXERCISE}")
             page.screenshot(path=str(shots / "3-alice-terminal-submit.png"))
+            steps.done("3. alice's terminal: others' files closed; course submit")
             assert rc == 0 and "handed in" in out, out
 
             # 4. the instructor, in his own Lab terminal: collect, grade (rootless sandbox, as prof), return
@@ -174,6 +207,7 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
             rc, out = teacher.run("course grade --hand-back ~/graded && "
                                   f"course return {COURSE_ID} ~/graded-hand-back")
             prof_page.screenshot(path=str(shots / "4-prof-terminal-return.png"))
+            steps.done("4. prof logs in, collects, grades, returns")
             assert rc == 0 and "returned feedback to 1 student(s)" in out, out
 
             # 5. alice reloads Lab, fetches her feedback, opens its page in Lab
@@ -186,11 +220,12 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
             total, possible = (float(x) for x in score.groups())
             page_file = clone / "feedback" / COURSE_ID / "index.html"
             assert page_file.is_file() and page_file.stat().st_uid == alice.uid
-            page.goto(f"{hub.url}user/{alice.name}/lab/tree/torch-compile-course/feedback/{COURSE_ID}/index.html")
+            lab_browser.open_path(page, f"torch-compile-course/feedback/{COURSE_ID}/index.html")
             frame = page.frame_locator(".jp-HTMLViewer iframe").first
             frame.locator("body").wait_for(timeout=lab_browser.LAB_TIMEOUT_MS)
             shown = frame.locator("body").inner_text()
             page.screenshot(path=str(shots / "5-alice-feedback-in-lab.png"))
+            steps.done("5. alice fetches and opens her feedback")
             assert f"Feedback for {alice.name}" in shown and "Exercise 1" in shown, shown[:2000]
             assert f"{total:g} / {possible:g}" in shown and bob.name not in shown, shown[:2000]
             print(f"alice's score, printed by `course feedback` and shown in Lab: {total:g} / {possible:g}")
@@ -200,6 +235,7 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path) -> None:
             page.goto(student_link(hub.url, str(edition)))
             lab_browser.wait_for_notebook(page, "01_lesson_goals")
             page.screenshot(path=str(shots / "6-alice-after-second-pull.png"))
+            steps.done("6. a course update, the link again")
         finally:
             browser.close()
     assert "typed in Lab by the hub's end-to-end test" in answer_cell(clone / EXERCISE)
