@@ -82,7 +82,8 @@ def _closed_folders(target: Path, uid: int, gid: int) -> list[Path]:
 
 
 @contextmanager
-def _acl_lock():
+def acl_lock():
+    """The one lock over the tests' user and ACL changes (an ACL is read, changed and written back)."""
     fd = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -123,7 +124,7 @@ def _traversed_folders() -> list[Path]:
 
 def remove_user(entry: pwd.struct_passwd) -> None:
     """Remove the test user ``entry``, its home and its ACL entries on the way to this Python."""
-    with _acl_lock():
+    with acl_lock():
         for folder in _traversed_folders():
             remove_traverse(folder, entry.pw_uid)
     subprocess.run(["userdel", "--force", "--remove", entry.pw_name], capture_output=True)
@@ -156,7 +157,7 @@ def ordinary_user() -> pwd.struct_passwd:
     _MINE[name] = entry
     atexit.register(remove_user, entry)
     interpreter = Path(os.path.realpath(sys.executable))
-    with _acl_lock():
+    with acl_lock():
         for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
             allow_traverse(folder, entry.pw_uid)
     probe = subprocess.run(["runuser", "-u", name, "--", sys.executable, "-c", "import compile_course"],
@@ -172,3 +173,12 @@ def can_make_users() -> str:
         return "needs root to create an ordinary user"
     missing = [tool for tool in ("useradd", "runuser") if shutil.which(tool) is None]
     return f"missing {', '.join(missing)}" if missing else ""
+
+
+def cannot_grade_as_user() -> str:
+    """Empty when an ordinary user can be made here and can grade confined in user namespaces, else why not."""
+    if reason := can_make_users():
+        return reason
+    from course_grader.sandbox.confine import user_namespaces_refusal
+
+    return user_namespaces_refusal() or ""

@@ -7,40 +7,28 @@ to this venv's Python (one POSIX ACL entry per folder, written by ``tests/ordina
 ``allow_traverse``) and, when the block ends, removes the accounts, their homes and every ACL entry
 it added, so the machine is left as it was. Every name must start with ``hub-``.
 
-Making and removing users, and the ACL entries, happen under one lock file (``LOCK``): an ACL is
-read, changed and written back, so two test workers doing it at once on the same folder (``/root``,
-say) would each drop the other's entry, and that worker's users could no longer reach the venv.
+Making and removing users, and the ACL entries, happen under ``ordinary_user.acl_lock``, the lock
+every test that makes users takes: an ACL is read, changed and written back, so two test workers
+doing it at once on the same folder (``/root``, say) would each drop the other's entry, and that
+worker's users could no longer reach the venv.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pwd
 import secrets
 import shutil
-import struct
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ordinary_user import ACL_VERSION, ACL_XATTR, MASK, USER, _acl_entries, _closed_folders, allow_traverse
+from ordinary_user import _closed_folders, acl_lock, allow_traverse, remove_traverse
 
 PREFIX = "hub-"
-LOCK = Path("/tmp/course-tests-unix-users.lock")
-
-
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -59,15 +47,6 @@ def why_not() -> str:
     return f"missing {', '.join(missing)}" if missing else ""
 
 
-def drop_traverse(path: Path, uid: int) -> None:
-    """Remove ``uid``'s own ACL entry from ``path`` (the inverse of ``allow_traverse``)."""
-    entries = [e for e in _acl_entries(path) if not (e[0] == USER and e[2] == uid)]
-    if not [e for e in entries if e[0] == USER]:
-        entries = [e for e in entries if e[0] != MASK]   # no named users left: the mask goes too
-    blob = struct.pack("<I", ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in entries)
-    os.setxattr(path, ACL_XATTR, blob)
-
-
 def remove(name: str) -> None:
     if not name.startswith(PREFIX):
         raise ValueError(f"{name}: the hub's tests only remove users named {PREFIX}*")
@@ -84,14 +63,14 @@ def class_users(names: list[str]) -> Iterator[dict[str, UnixUser]]:
     users: dict[str, UnixUser] = {}
     opened: list[tuple[Path, int]] = []
     try:
-        with _locked():
+        with acl_lock():
             _create(names, users, opened)
         yield users
     finally:
-        with _locked():
+        with acl_lock():
             for folder, uid in opened:
                 with contextlib.suppress(OSError):
-                    drop_traverse(folder, uid)
+                    remove_traverse(folder, uid)
             for name in users:
                 remove(name)
 

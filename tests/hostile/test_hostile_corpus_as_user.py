@@ -17,22 +17,14 @@ from pathlib import Path
 import pytest
 from judge import ROOT, Verdicts, expected_verdicts, grader_traceback, make_class, undeserved
 
-from ordinary_user import can_make_users, ordinary_user
+from ordinary_user import cannot_grade_as_user, ordinary_user
 
 COURSE = Path(sys.executable).with_name("course")
 EXPECTED = expected_verdicts(unreadable=True)
 GRADE_TIMEOUT_S = 3600
 
 
-def _why_not() -> str:
-    if reason := can_make_users():
-        return reason
-    from course_grader.sandbox.confine import user_namespaces_refusal
-
-    return user_namespaces_refusal() or ""
-
-
-pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "ok")
+pytestmark = pytest.mark.skipif(bool(cannot_grade_as_user()), reason=cannot_grade_as_user() or "ok")
 
 
 @pytest.fixture(scope="module")

@@ -52,57 +52,59 @@ def tmpfs_bytes(init_pid: int, folders) -> int:
     return total
 
 
-def _resident_bound(pids: list[int]) -> tuple[int, int] | None:
-    """(tasks, the sum of each process's whole resident set) from ``stat`` and ``statm``, which are cheap
-    (``smaps_rollup`` of a process that maps torch takes 20 to 50 ms); None when init is gone. Without
-    swap, the resident set is at least a process's private memory: an upper bound of what it holds."""
+def _tree_sum(init_pid: int, pids: list[int], memory_of) -> tuple[int, int] | None:
+    """(tasks, the sum of ``memory_of(process)``) over ``pids``; None when init is gone. A process that
+    ends meanwhile is left out; one whose files are closed to the grader counts its tasks only."""
     tasks = memory = 0
     for pid in pids:
         try:
             process = psutil.Process(pid)
             with process.oneshot():
                 tasks += process.num_threads()
-                memory += process.memory_info().rss
+                memory += memory_of(process)
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            if pid == pids[0]:
+            if pid == init_pid:
                 return None
         except psutil.AccessDenied:
             continue
     return tasks, memory
 
 
+def _resident(process: psutil.Process) -> int:
+    """The whole resident set, from ``statm``: cheap (``smaps_rollup`` of a process that maps torch takes
+    20 to 50 ms). Without swap, it is at least the process's private memory: an upper bound of it."""
+    return process.memory_info().rss
+
+
+def _private(process: psutil.Process) -> int:
+    """The process's own memory (unique set plus swap) from ``smaps_rollup``."""
+    try:
+        info = process.memory_full_info()
+    except psutil.AccessDenied:
+        # Not dumpable (the run's code can make its processes so: prctl, or exec of a file it may
+        # not read), so smaps_rollup is closed to us. statm is not: count its whole resident set,
+        # pages shared with the template included (more than the process's own, never less).
+        return _resident(process)
+    return info.uss + info.swap
+
+
 def usage(init_pid: int, private_folders=(), memory_limit: int | None = None) -> TreeUsage | None:
     """What the run below ``init_pid`` (a host pid) holds now; None when its init is gone.
 
-    With ``memory_limit``, on a host without swap, the cheap bound (:func:`_resident_bound`) is returned
+    With ``memory_limit``, on a host without swap, the cheap bound (each :func:`_resident` set) is returned
     when it is under the limit (it is then more than the run holds); only past it is each process's
     private memory read from ``smaps_rollup``."""
     pids = tree_pids(init_pid)
     tmpfs = None
     if memory_limit is not None and not psutil.swap_memory().total:
-        bound = _resident_bound(pids)
+        bound = _tree_sum(init_pid, pids, _resident)
         if bound is None:
             return None
         tmpfs = tmpfs_bytes(init_pid, private_folders)
         if bound[1] + tmpfs <= memory_limit:
             return TreeUsage(bound[0], bound[1] + tmpfs)
-    tasks = memory = 0
-    for pid in pids:
-        try:
-            process = psutil.Process(pid)
-            with process.oneshot():
-                tasks += process.num_threads()
-                info = process.memory_full_info()
-            memory += info.uss + info.swap
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            if pid == init_pid:
-                return None
-        except psutil.AccessDenied:
-            # Not dumpable (the run's code can make its processes so: prctl, or exec of a file it may
-            # not read), so smaps_rollup is closed to us. statm is not: count its whole resident set,
-            # pages shared with the template included (more than the process's own, never less).
-            try:
-                memory += psutil.Process(pid).memory_info().rss
-            except psutil.Error:
-                continue
+    found = _tree_sum(init_pid, pids, _private)
+    if found is None:
+        return None
+    tasks, memory = found
     return TreeUsage(tasks, memory + (tmpfs if tmpfs is not None else tmpfs_bytes(init_pid, private_folders)))
