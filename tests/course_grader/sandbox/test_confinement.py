@@ -203,9 +203,12 @@ def test_kernel_has_no_grader_module_but_the_sandbox_itself(host):
         out = kernel.run_cell("import sys\n"
                               "print(sorted(m for m in sys.modules if m.startswith('course_grader')))").output
     loaded = ast.literal_eval(out)
+    # the sandbox, and the wire format both sides of every run share (messages and their payloads: data
+    # types only, loaded by the template before it forks); no grading, verdict or harness code
     assert loaded and all(m in ("course_grader", "course_grader.wire")   # packages of the modules below
                           or m.startswith(("course_grader.sandbox", "course_grader.wire.protocol",
-                                           "course_grader.status")) for m in loaded), loaded
+                                           "course_grader.wire.payloads", "course_grader.status"))
+                          for m in loaded), loaded
 
 
 def test_a_killed_grader_leaves_no_run_behind():
