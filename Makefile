@@ -85,6 +85,9 @@ browser:
 
 ## hub-proxy: configurable-http-proxy, the hub's proxy, from npm into hub/node_modules (the version
 ##            hub/package-lock.json pins), for the hub tests; as root without npm, Debian's nodejs and npm first
+# npm trusts the certificates the system trusts (pip and git already do; Node has its own list, so behind a
+# proxy that re-signs TLS, npm alone failed with "self-signed certificate in certificate chain")
+SYSTEM_CA ?= /etc/ssl/certs/ca-certificates.crt
 .PHONY: hub-proxy
 hub-proxy:
 	@if [ ! -x hub/node_modules/.bin/configurable-http-proxy ]; then \
@@ -95,7 +98,9 @@ hub-proxy:
 	  fi; \
 	  if command -v npm >/dev/null; then \
 	    echo "[setup] configurable-http-proxy: npm ci --prefix hub (once)"; \
-	    npm ci --prefix hub --no-audit --no-fund --loglevel=error || echo "npm ci failed: the hub tests will be skipped"; \
+	    ca=$${NODE_EXTRA_CA_CERTS:-$$(test -r $(SYSTEM_CA) && echo $(SYSTEM_CA))}; \
+	    NODE_EXTRA_CA_CERTS=$$ca npm ci --prefix hub --no-audit --no-fund --loglevel=error \
+	    || echo "npm ci failed (see npm's error above): the hub tests will be skipped"; \
 	  else echo "no npm: the hub tests will be skipped (apt-get install nodejs npm)"; fi; \
 	fi
 
