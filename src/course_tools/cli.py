@@ -178,17 +178,28 @@ def cmd_run(args) -> int:
     return 1 if failed else 0
 
 
+# the commands a student runs in a checkout they may share with their class
+STUDENT_COMMANDS = ("workspace", "lab", "check", "submit", "restore")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``course COMMAND ...``; Ctrl-C ends any command with one line that says how to go on, not a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     from course_grader.ui.terminal import EXIT_INTERRUPTED, interrupted_line
 
+    from course_grader.exercise import seal
+
+    if argv[:1] and argv[0] in STUDENT_COMMANDS and (warning := seal.unsealed_warning()):
+        print(warning, file=sys.stderr)
     try:
         return _dispatch(argv)
     except KeyboardInterrupt:
         command = argv[0] if argv and not argv[0].startswith("-") else "run"
         print(f"\n{interrupted_line(command)}", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
+    finally:
+        if argv[:1] != ["seal"]:   # `course seal --check` changes nothing
+            seal.keep_sealed()     # what this command added to build/ of a sealed checkout is closed again
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -144,3 +144,36 @@ def test_check_and_submit_as_a_student_of_a_sealed_shared_checkout(student, chec
     assert os.stat(handin).st_mode & 0o777 == 0o600
     assert os.stat(handin.parent).st_mode & 0o777 == 0o700
     shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_student_is_told_when_the_shared_checkout_is_open_and_not_after_seal(student, checkout):
+    env = {"PYTHONPATH": str(checkout / "src")}
+    work = Path(student.pw_dir) / "torch-compile-course-work"
+    shutil.rmtree(work, ignore_errors=True)
+    done = as_student(student, sys.executable, "-m", "course_tools.cli", "workspace", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "should run `course seal`" in done.stderr and "root" in done.stderr, done.stderr
+    subprocess.run([sys.executable, "-m", "course_tools.cli", "seal", "--root", str(checkout)], check=True)
+    done = as_student(student, sys.executable, "-m", "course_tools.cli", "workspace", env=env)
+    assert done.returncode == 0 and "course seal" not in done.stderr, done.stdout + done.stderr
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def test_what_the_owner_adds_to_a_sealed_checkout_is_closed_by_their_next_command(student, checkout):
+    subprocess.run([sys.executable, "-m", "course_tools.cli", "seal", "--root", str(checkout)], check=True)
+    # what a later `make course` or `course grade` writes is made with the owner's umask: open to all
+    later = checkout / "build" / "grading-later"
+    later.mkdir(mode=0o755)
+    (later / "executed.ipynb").write_text((checkout / "solutions" / "ex02_diagnose.ipynb").read_text())
+    os.chmod(later, 0o755)
+    os.chmod(later / "executed.ipynb", 0o644)
+    # build/ cannot be listed, but a path named in the docs can be guessed
+    assert as_student(student, "cat", str(later / "executed.ipynb")).returncode == 0
+    check = subprocess.run([sys.executable, "-m", "course_tools.cli", "seal", "--check"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout / "src")})
+    assert check.returncode == 1 and "grading-later" in check.stdout, check.stdout   # --check changes nothing
+    done = subprocess.run([sys.executable, "-m", "course_tools.cli", "release", "--check"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout / "src")})
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert as_student(student, "cat", str(later / "executed.ipynb")).returncode != 0
+    assert os.stat(later).st_mode & 0o777 == 0o700

@@ -12,8 +12,9 @@ looking for every hidden test's lines in every file of a checkout (``publish.hid
 
 ``course seal`` makes each of them ``0700`` (a folder) or ``0600`` (a file), owned as it is (in
 ``build/``, every entry but the hub's student edition and its git config, :data:`BUILD_SHARED`;
-``build/`` itself can then be passed, not listed, and a run that adds to it later is open again
-until the next ``course seal``: ``--check`` says so). The
+``build/`` itself can then be passed, not listed). A sealed checkout stays sealed: every later
+``course`` command of its owner closes what it added when it ends (:func:`keep_sealed`, called by the
+``course`` CLI), and a student's command in an unsealed shared checkout says so (:func:`unsealed_warning`). The
 owner (the instructor, or root) works on as before; nobody else can list, read or pass through
 them. What students need stays as it was: lessons, exercises and their release record, the guide,
 the packages. ``course seal --check`` changes nothing and exits 1 when something is still open.
@@ -100,6 +101,49 @@ def seal(root: Path = ROOT) -> list[Path]:
             os.chmod(path, _wanted(path, mode))
             changed.append(path)
     return changed
+
+
+def is_sealed(root: Path = ROOT) -> bool:
+    """Whether the owner has sealed ``root``: its ``solutions/`` is closed to others (``course seal`` closes it
+    first among the instructor's folders, and nothing but the owner's ``chmod`` opens it again)."""
+    solutions = Path(root) / "solutions"
+    return solutions.is_dir() and not stat.S_IMODE(solutions.stat().st_mode) & 0o077
+
+
+def keep_sealed(root: Path = ROOT) -> list[Path]:
+    """After a command of the checkout's owner: close again what it added to a sealed checkout (a new
+    entry of ``build/`` is made with the owner's umask, open to all). Nothing for another user's command,
+    nor in a checkout that was never sealed (a maintainer's own clone)."""
+    root = Path(root)
+    try:
+        if os.geteuid() != root.stat().st_uid or not is_sealed(root) or not still_open(root):
+            return []
+        return seal(root)
+    except OSError:
+        return []
+
+
+def unsealed_warning(root: Path = ROOT) -> str | None:
+    """For a student's command in a checkout they share: the line that says its instructor's folders are
+    open to them, or None (their own clone, or a sealed checkout)."""
+    root = Path(root)
+    try:
+        owner = root.stat().st_uid
+        if os.geteuid() == owner or not (root / "solutions").exists():
+            return None
+        problems = still_open(root)
+    except OSError:
+        return None
+    if not problems:
+        return None
+    try:
+        import pwd
+        name = pwd.getpwuid(owner).pw_name
+    except (KeyError, ImportError):
+        name = f"uid {owner}"
+    return (f"note: this course checkout ({root}) is shared, and its solutions and hidden tests are readable "
+            f"by every user ({len(problems)} folder(s) open). Its owner, {name}, should run `course seal`; "
+            "your own work is not affected.")
 
 
 def main(argv: list[str] | None = None) -> int:
