@@ -185,9 +185,8 @@ STUDENT_COMMANDS = ("workspace", "lab", "check", "submit", "restore")
 def main(argv: list[str] | None = None) -> int:
     """``course COMMAND ...``; Ctrl-C ends any command with one line that says how to go on, not a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from course_grader.ui.terminal import EXIT_INTERRUPTED, interrupted_line
-
     from course_grader.exercise import seal
+    from course_grader.ui.terminal import EXIT_INTERRUPTED, interrupted_line
 
     if argv[:1] and argv[0] in STUDENT_COMMANDS and (warning := seal.unsealed_warning()):
         print(warning, file=sys.stderr)
