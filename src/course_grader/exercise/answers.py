@@ -18,7 +18,7 @@ import ast
 from dataclasses import dataclass
 
 from course_grader.harness.allowlist import AllowListError, parse_source
-from course_grader.intake.integrity import Checked, normalized
+from course_grader.intake.cells import Checked, normalized
 from course_grader.verdict.context import AnswerError, GradeContext
 
 from .model import ANSWER_PROMPT, ANSWER_REGION, BEGIN_CODE, END_CODE, CellKind, Exercise, stub_line
@@ -108,7 +108,7 @@ def _no_measure(entry: str, payload: dict) -> dict:
 
 
 def answer_states(ex: Exercise, checked: Checked) -> list[AnswerState]:
-    """One ``AnswerState`` per :func:`asked` item, judged from ``checked`` (``integrity.check``'s result)."""
+    """One ``AnswerState`` per :func:`asked` item, judged from ``checked`` (``intake.cells.check``'s result)."""
     ctx = GradeContext(ex, dict(checked.cells), _no_measure)
     from course_grader.verdict.remote import allowlist_for
 

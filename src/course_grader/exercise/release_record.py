@@ -7,7 +7,7 @@ student's copy of the course (no ``solutions/``) still knows, for each exercise:
   how many there are and what they are worth);
 * ``asked``: what each solution cell asks for (a literal ``BREAKS``, a ``def rewrite``, free
   code), as read from the model answer; the names are the ones the instructions already give;
-* ``versions``: for every locked and test cell, the digest (``integrity.cell_digest``) of every
+* ``versions``: for every locked and test cell, the digest (``intake.cells.cell_digest``) of every
   version any release has published, and ``added_in``, the release that first had the cell.
   A student working from an earlier release hands in cells the course has since changed; the
   grader counts such a cell as intact (a notice, not a flag). It always runs its own current
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_grader.intake.integrity import cell_digest
+from course_grader.intake.cells import cell_digest
 
 from .model import Cell, CellKind, Exercise, ExerciseFormatError, without_lock_note
 

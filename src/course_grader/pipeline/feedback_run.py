@@ -8,7 +8,7 @@ limit stops the run there; the cells after it are shown as not run.
 
 from __future__ import annotations
 
-from course_grader.intake.integrity import Checked
+from course_grader.intake.cells import Checked
 from course_grader.results.gradebook import CellRecord
 from course_grader.status import CellRole, CellStatus, FaultKind
 

@@ -2,7 +2,7 @@
 
 The static steps every command shares (``course grade``, ``course check``/``submit``, the hub's
 hand-in check through ``api``): :func:`read_exercises`, :func:`load_submission` (``load.read_submission``,
-where even an unexpected failure is a rejection) and :func:`match_cells` (``integrity.check``, where
+where even an unexpected failure is a rejection) and :func:`match_cells` (``intake.cells.check``, where
 a notebook whose cells cannot be matched is a rejection). No student code runs here.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from course_grader.errors import GraderError, UsageError
 from course_grader.exercise.model import Exercise, ExerciseFormatError, load_exercises
 from course_grader.intake.discover import Candidate
-from course_grader.intake.integrity import Checked, check
+from course_grader.intake.cells import Checked, check
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_submission
 from course_grader.results.gradebook import Attempt, attempt_key
 from course_grader.status import AttemptStatus
@@ -85,7 +85,7 @@ def load_submission(cand: Candidate, max_bytes: int = MAX_FILE_BYTES) -> Loaded:
 
 
 def match_cells(ex: Exercise, notebook: dict) -> Checked:
-    """The integrity step: ``integrity.check``, where a notebook whose cells cannot even be matched
+    """The integrity step: ``intake.cells.check``, where a notebook whose cells cannot even be matched
     is a rejection (``Checked.reject``), never a stopped batch. ``course check``/``submit`` call it too."""
     try:
         return check(ex, notebook)

@@ -13,7 +13,7 @@ from typing import Any
 
 from course_grader.errors import GraderError
 from course_grader.exercise.model import Exercise
-from course_grader.intake.integrity import Checked
+from course_grader.intake.cells import Checked
 from course_grader.pipeline.replies import Measurer, ReplyCache
 from course_grader.results.gradebook import TestResult
 from course_grader.status import FaultKind, TestStatus

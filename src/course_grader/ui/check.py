@@ -4,7 +4,7 @@
   course submit FILE --student ID [--out DIR]  write DIR/ID__exNN_slug.ipynb (default DIR: handin/)
 
 Both run the grader's own steps, not copies (``course_grader.pipeline.submission``): ``load_submission`` (the
-same limits and rejection reasons), ``match_cells`` (``integrity.check``: its flags, notices and rejections),
+same limits and rejection reasons), ``match_cells`` (``cells.check``: its flags, notices and rejections),
 then :mod:`course_grader.exercise.answers` (every answer present and readable, judged by the verdicts' own
 parsers). ``course check`` then grades the file with ``GradingSession.grade_one``
 (``course_grader.pipeline.session``: the same verdict code, flag voiding and fault reasons as ``course
@@ -44,7 +44,7 @@ from course_grader.intake.discover import (
     exercise_of,
     student_id_problem,
 )
-from course_grader.intake.integrity import Checked
+from course_grader.intake.cells import Checked
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_bytes
 from course_grader.pipeline.submission import load_submission, match_cells, read_exercises
 from course_grader.results.shown import printable

@@ -226,7 +226,7 @@ def test_unanswered_fails_every_test_with_a_message(grade_with):
 ])
 def test_a_warm_up_that_reaches_the_test_api_gets_nothing_and_is_flagged(grade_with, exercises, body):
     from course_grader.exercise.release import answered_notebook
-    from course_grader.intake.integrity import check
+    from course_grader.intake.cells import check
 
     source = warm_up(*body)
     verdicts = grade_with("ex03", cells(warm=source))

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from course_grader.exercise.release import answered_notebook
-from course_grader.intake.integrity import PROFILE, RunCell, check, scan
+from course_grader.intake.cells import RunCell, check
+from course_grader.intake.scan import PROFILE, scan
 
 
 def _with_cell(ex, code: str, after_kind="solution"):

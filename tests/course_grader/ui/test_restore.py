@@ -12,7 +12,7 @@ import pytest
 
 from course_grader.exercise.model import CellKind, lock_note, without_lock_note
 from course_grader.exercise.release import answered_notebook, student_notebook
-from course_grader.intake.integrity import check, normalized
+from course_grader.intake.cells import check, normalized
 from course_grader.ui import check as student
 from course_tools.cli import main as course_main
 
