@@ -32,7 +32,8 @@ from compile_course import primitives as measure
 from compile_course.stopwatch import Stopwatch, hooked
 from course_grader.wire.payloads import Arg, ArgKind, Op, ReplayAnswerRequest, ReplayRequest, ServeReply, ServeRequest
 
-from .allowlist import TEST_DEFINITION_BUILTINS, for_cell, load_checked, measured_namespace
+from .allowlist.extract import TEST_DEFINITION_BUILTINS, load_checked, measured_namespace
+from .allowlist.rules import for_cell
 from .opaque import INPUT_SPEC, AnswerCode, node_kind
 
 

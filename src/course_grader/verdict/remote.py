@@ -27,7 +27,8 @@ from compile_course import primitives as measure
 from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
 from compile_course.testing import answer_fn, code, spy, stopwatch
 from course_grader.harness import opaque
-from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, parse_source
+from course_grader.harness.allowlist.extract import extract_function
+from course_grader.harness.allowlist.rules import AllowList, AllowListError, parse_source
 from course_grader.harness.parsing import parse
 from course_grader.verdict import graphcheck
 from course_grader.wire.payloads import (
@@ -119,7 +120,7 @@ def _other_modules(sources: list[str]) -> frozenset[str]:
     module's attributes lead to other modules (``logging.os``), which no chain check would see."""
     import importlib.util
 
-    from course_grader.harness.allowlist import MODULE_PATHS
+    from course_grader.harness.allowlist.rules import MODULE_PATHS
 
     found: set[str] = set()
     for node in _statements(sources):
@@ -140,7 +141,7 @@ def allowlist_for(exercise, allow: tuple[str, ...] = ()) -> AllowList:
     """What a student's function may name: torch, ``nn``, the names the setup cells bind except the test
     API (:func:`test_api_names`: measured code never holds ``student``, ``code``, ``spy`` ...), safe
     builtins, and a solution cell's ``allow`` list (dotted names; builtin names)."""
-    from course_grader.harness.allowlist import for_cell
+    from course_grader.harness.allowlist.rules import for_cell
 
     sources = list(exercise.setup_sources)
     provided = DEFAULT_PROVIDED | (setup_names(sources) - test_api_names(sources) - _other_modules(sources))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.harness.allowlist import AllowList, AllowListError, extract_function, load_checked
+from course_grader.harness.allowlist.extract import extract_function, load_checked
+from course_grader.harness.allowlist.rules import AllowList, AllowListError
 
 ALLOWED = AllowList(provided=frozenset({"torch"}), imports=frozenset({"time"}),
                     dotted=frozenset({"torch._dynamo.reset", "torch._dynamo.utils.counters"}))

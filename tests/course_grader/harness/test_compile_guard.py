@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_grader.harness.allowlist import AllowList, load_checked
+from course_grader.harness.allowlist.extract import load_checked
+from course_grader.harness.allowlist.rules import AllowList
 from course_grader.harness.child import compile_guarded
 
 ALLOWED = AllowList(provided=frozenset({"torch"}))

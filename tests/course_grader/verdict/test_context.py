@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.harness.allowlist import AllowList
+from course_grader.harness.allowlist.rules import AllowList
 from course_grader.verdict.context import AnswerError, GradeContext, TestVerdict
 
 
