@@ -567,6 +567,10 @@ FILE_SYSTEM_CASES = {
     "fs-newline\nname__ex01_capture_boundary.ipynb": ("copy", {"status": "listed"}),
     "=cmd|calc__ex01_capture_boundary.ipynb": ("copy", {"status": "listed"}),
     "fs-deep/a/b/c/ex01_capture_boundary.ipynb": ("copy", {"status": "listed"}),
+    # hidden and ignored folders are searched too: nothing in them is dropped without a word
+    "fs-hidden/.week1/ex02_diagnose.ipynb": ("copy", {"status": "listed"}),
+    "fs-checkpoint/a/b/.ipynb_checkpoints/ex03_predict_recompiles-checkpoint.ipynb": ("copy", {"status": "listed"}),
+    ".fs-hidden-folder/ex04_comparison_fixture.ipynb": ("copy", {"status": "rejected", "reason": "hidden folder"}),
 }
 # only where the grader is not root (root reads every file whatever its mode)
 UNREADABLE_CASE = ("fs-unreadable__ex04_comparison_fixture.ipynb", {"status": "rejected", "reason": "unreadable"})

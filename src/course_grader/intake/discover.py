@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")   # \Z: "$" would let "ada\n" through
@@ -69,9 +69,19 @@ def student_id_problem(student: str) -> str:
 
 EXERCISE_ID = re.compile(r"^ex\d\d$")
 EXERCISE_PREFIX = re.compile(r"^(ex\d\d)(?![0-9])")
-SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", ".git"}
+# Folders that never hold a hand-in, whatever is in them: (what a notebook found there is, what the
+# folder is). Their notebooks are named one by one with the first; their other files, and a hidden
+# folder's, are counted on one line (a .git holds thousands)
+IGNORED_FOLDERS = {
+    ".ipynb_checkpoints": ("an editor checkpoint copy (Jupyter's autosave), not a hand-in",
+                           "Jupyter's checkpoint folder"),
+    "__MACOSX": ("a macOS archive's resource fork, not a hand-in", "a macOS archive's resource-fork folder"),
+    ".git": ("part of git's own records, not a hand-in", "git's own folder"),
+}
+HIDDEN_FOLDER = "a hidden folder"
 MAX_ENTRIES = 100_000    # a folder with more entries than this is not a class's submissions
 MAX_DEPTH = 8            # folders below the submissions folder that are searched; deeper ones are reported
+NAMES_SHOWN = 5          # file names an ignored folder's line quotes before "and N more"
 
 
 @dataclass(frozen=True)
@@ -133,18 +143,39 @@ def attribute(parts: list[str]) -> tuple[str | None, str | None, str]:
     return student, exercise, ""
 
 
+@dataclass
+class _Quiet:
+    """A hidden or ignored folder: its files that are not candidates, reported on one line."""
+
+    rel: str
+    what: str                            # the folder, as a reader knows it
+    notebook_reason: str = ""            # an ignored folder: why its notebooks are not candidates either
+    files: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        shown = ", ".join(self.files[:NAMES_SHOWN]) + (
+            f" and {len(self.files) - NAMES_SHOWN} more" if len(self.files) > NAMES_SHOWN else "")
+        count = "1 file that is not a notebook" if len(self.files) == 1 else \
+            f"{len(self.files)} files that are not notebooks"
+        return f"{self.rel}: {count}, in {self.what}; not graded ({shown})"
+
+
 def discover(root: Path) -> tuple[list[Candidate], list[str]]:
     """``(candidates, problems)``: every submission-like entry under ``root``, sorted by path.
 
-    Every entry is accounted for: a notebook at any depth is a candidate (one deeper than
-    ``STUDENT/exNN.ipynb`` carries attribute's "too deep" reason, so it is listed as unattributed);
-    ``problems`` names every other entry that is not graded (folders that could not be read or lie
-    more than ``MAX_DEPTH`` down, links, files that are no notebook): reported, never fatal."""
+    Every file is accounted for, at any depth: a notebook is a candidate (one deeper than
+    ``STUDENT/exNN.ipynb`` carries attribute's "too deep" reason, one that is hidden or lies in a
+    hidden folder a reason saying so, so it is rejected or listed as unattributed); ``problems``
+    names every other entry that is not graded, with its reason (folders that could not be read or
+    lie more than ``MAX_DEPTH`` down, links, files that are no notebook, the notebooks of an
+    :data:`IGNORED_FOLDERS` folder such as an editor checkpoint copy; a hidden or ignored folder's
+    other files on one line): reported, never fatal."""
     root = Path(root)
     found: list[Candidate] = []
     problems: list[str] = []
+    quiet: list[_Quiet] = []
 
-    def walk(folder: Path, parts: list[str]) -> None:
+    def listing(folder: Path, parts: list[str]) -> list[os.DirEntry] | None:
         try:
             with os.scandir(folder) as it:
                 entries = []
@@ -156,48 +187,66 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
                     entries.append(entry)
         except OSError as exc:
             problems.append(f"{'/'.join(parts) or '.'}: cannot list this folder ({exc.strerror or exc})")
-            return
-        for entry in sorted(entries, key=lambda e: e.name):
+            return None
+        return sorted(entries, key=lambda e: e.name)
+
+    def walk(folder: Path, parts: list[str], inside: _Quiet | None) -> None:
+        entries = listing(folder, parts)
+        for entry in entries or ():
             name = entry.name
-            if name in SKIPPED_DIRS:
-                continue
             sub = parts + [name]
             rel = "/".join(sub)
-            if name.startswith("."):
-                if name.endswith(".ipynb"):  # a hidden notebook is reported, never silently dropped
-                    student, exercise, _ = attribute(parts + [name.lstrip(".")])  # attributed as if visible
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                        when, size = st.st_mtime_ns, st.st_size
-                    except OSError:
-                        when, size = 0, 0
-                    found.append(Candidate(rel, Path(entry.path), student, exercise,
-                                           "the file name starts with '.' (a hidden file); rename it without "
-                                           "the leading '.' to have it graded", when, size))
-                continue
+            notebook = name.endswith(".ipynb")
             try:
                 st = entry.stat(follow_symlinks=False)     # lstat: before anything else
             except OSError as exc:
-                if name.endswith(".ipynb"):
+                if notebook and not (inside and inside.notebook_reason):
                     found.append(Candidate(rel, Path(entry.path), *attribute(sub)[:2],
                                            f"cannot examine the file ({exc.strerror or exc})"))
+                else:
+                    problems.append(f"{rel}: cannot examine it ({exc.strerror or exc}); not graded")
                 continue
-            student, exercise, problem = attribute(sub)
-            if name.endswith(".ipynb"):
+            if stat.S_ISDIR(st.st_mode) and not notebook:
+                if len(sub) > MAX_DEPTH:
+                    problems.append(f"{rel}: a folder more than {MAX_DEPTH} levels down; not searched")
+                    continue
+                below = inside
+                if name in IGNORED_FOLDERS and not (inside and inside.notebook_reason):
+                    below = _Quiet(rel, IGNORED_FOLDERS[name][1], IGNORED_FOLDERS[name][0])
+                elif name.startswith(".") and inside is None:
+                    below = _Quiet(rel, HIDDEN_FOLDER)
+                if below is not inside:
+                    quiet.append(below)
+                walk(Path(entry.path), sub, below)   # any depth: nothing below is lost
+                continue
+            if inside is not None and (inside.notebook_reason or not notebook):
+                if notebook:
+                    problems.append(f"{rel}: {inside.notebook_reason}; not graded")
+                else:
+                    inside.files.append("/".join(sub[len(inside.rel.split("/")):]))
+                continue
+            if not notebook:
+                if stat.S_ISLNK(st.st_mode):
+                    kind = ", not a student folder" if len(sub) == 1 else ""
+                    problems.append(f"{rel}: a symbolic link{kind}; not followed")
+                elif name.startswith("."):
+                    problems.append(f"{rel}: a hidden file, not a notebook (.ipynb); not graded")
+                else:
+                    problems.append(f"{rel}: not a notebook (.ipynb); not graded")
+                continue
+            if inside is not None:       # a notebook in a hidden folder: attributed as if visible, and rejected
+                student, exercise, _ = attribute([part.lstrip(".") for part in sub])
+                reason = (f"it lies in a hidden folder ({inside.rel}); move it out of the hidden folder to "
+                          "have it graded")
+            elif name.startswith("."):   # a hidden notebook: likewise
+                student, exercise, _ = attribute(parts + [name.lstrip(".")])
+                reason = ("the file name starts with '.' (a hidden file); rename it without the leading '.' to have "
+                          "it graded")
+            else:
+                student, exercise, reason = attribute(sub)
                 if not stat.S_ISREG(st.st_mode):
                     reason = f"{_kind(st.st_mode)}, not a regular file"
-                else:
-                    reason = problem
-                found.append(Candidate(rel, Path(entry.path), student, exercise, reason, st.st_mtime_ns, st.st_size))
-            elif stat.S_ISDIR(st.st_mode) and len(sub) <= MAX_DEPTH:
-                walk(Path(entry.path), sub)   # any depth: a notebook below STUDENT/ is named "too deep", not lost
-            elif stat.S_ISDIR(st.st_mode):
-                problems.append(f"{rel}: a folder more than {MAX_DEPTH} levels down; not searched")
-            elif stat.S_ISLNK(st.st_mode):
-                kind = ", not a student folder" if len(sub) == 1 else ""
-                problems.append(f"{rel}: a symbolic link{kind}; not followed")
-            else:
-                problems.append(f"{rel}: not a notebook (.ipynb); not graded")
+            found.append(Candidate(rel, Path(entry.path), student, exercise, reason, st.st_mtime_ns, st.st_size))
 
     try:
         st = os.lstat(root)
@@ -205,7 +254,8 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
         raise FileNotFoundError(f"{root}: {exc.strerror or exc}") from None
     if not stat.S_ISDIR(st.st_mode):
         raise NotADirectoryError(f"{root} is not a folder")
-    walk(root, [])
+    walk(root, [], None)
+    problems += [q.line() for q in quiet if q.files]
     found.sort(key=lambda c: c.rel)
     return found, problems
 

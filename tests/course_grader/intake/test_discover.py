@@ -23,7 +23,8 @@ def test_both_layouts_are_found_with_student_and_exercise(tmp_path):
     (tmp_path / "alice" / ".ipynb_checkpoints" / "ex01_capture_boundary-checkpoint.ipynb").write_text("{}")
     found, problems = discover(tmp_path)
     assert [(c.student, c.exercise, c.ok) for c in found] == [("alice", "ex01", True), ("bob", "ex02", True)]
-    assert problems == []
+    assert problems == ["alice/.ipynb_checkpoints/ex01_capture_boundary-checkpoint.ipynb: an editor checkpoint copy "
+                        "(Jupyter's autosave), not a hand-in; not graded"]
 
 
 def test_a_hidden_notebook_is_rejected_with_a_reason_not_ignored(tmp_path):
@@ -32,10 +33,11 @@ def test_a_hidden_notebook_is_rejected_with_a_reason_not_ignored(tmp_path):
     (tmp_path / "frank" / ".ex02_diagnose.ipynb").write_text("{}")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "gina__ex01_x.ipynb").write_text("{}")
-    found, _ = discover(tmp_path)
+    found, problems = discover(tmp_path)
     assert [(c.rel, c.student, c.exercise) for c in found] == [
         (".erin__ex01_capture_boundary.ipynb", "erin", "ex01"), ("frank/.ex02_diagnose.ipynb", "frank", "ex02")]
     assert all(not c.ok and "starts with '.'" in c.reason for c in found)
+    assert problems == [".git/gina__ex01_x.ipynb: part of git's own records, not a hand-in; not graded"]
 
 
 def test_a_folder_named_like_a_submission_is_rejected(tmp_path):
@@ -171,3 +173,68 @@ def test_a_folder_past_the_depth_limit_is_reported(tmp_path):
     deep.mkdir(parents=True)
     _, problems = discover(tmp_path)
     assert any(f"more than {MAX_DEPTH} levels down" in p for p in problems)
+
+
+def _every_file(root):
+    return {str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir() or p.name.endswith(".ipynb")}
+
+
+def _accounted_for(root) -> tuple[list, list[str], set[str]]:
+    """Discovery's answer, and the files it says nothing about: a candidate names its file, a problem line
+    starts with the entry's path, a hidden or ignored folder's line names its other files after the folder."""
+    found, problems = discover(root)
+    said = {c.rel for c in found}
+    for line in problems:
+        head, _, tail = line.partition(": ")
+        said.add(head)
+        if tail.endswith(")") and "(" in tail:
+            said |= {f"{head}/{name}" for name in tail[tail.rindex("(") + 1:-1].split(", ")}
+    return found, problems, _every_file(root) - said
+
+
+def test_nothing_in_hidden_or_ignored_folders_three_deep_is_dropped_silently(tmp_path):
+    bob = tmp_path / "bob"
+    for folder in (".week1", "a/b/.ipynb_checkpoints", "a/.hidden/c", ".git/objects/ab", "__MACOSX/bob"):
+        (bob / folder).mkdir(parents=True)
+    (bob / ".week1" / "ex02_diagnose.ipynb").write_text("{}")                       # a hidden folder
+    (bob / ".week1" / "notes.txt").write_text("")
+    (bob / "a" / "b" / ".ipynb_checkpoints" / "ex01_capture_boundary-checkpoint.ipynb").write_text("{}")
+    (bob / "a" / ".hidden" / "c" / "ex03_predict_recompiles.ipynb").write_text("{}")   # three folders deep
+    (bob / "a" / ".hidden" / "c" / ".ipynb_checkpoints").mkdir()
+    (bob / "a" / ".hidden" / "c" / ".ipynb_checkpoints" / "x-checkpoint.ipynb").write_text("{}")
+    (bob / ".git" / "objects" / "ab" / "cdef").write_bytes(b"x")
+    (bob / ".git" / "HEAD").write_text("ref: refs/heads/main")
+    (bob / "__MACOSX" / "bob" / "._ex02_diagnose.ipynb").write_bytes(b"\0\5\26\7")
+    (bob / ".DS_Store").write_bytes(b"\0")
+    (tmp_path / ".erin").mkdir()
+    (tmp_path / ".erin" / "ex01_capture_boundary.ipynb").write_text("{}")
+    found, problems, silent = _accounted_for(tmp_path)
+    assert silent == set()
+    by = {c.rel: c for c in found}
+    assert set(by) == {"bob/.week1/ex02_diagnose.ipynb", "bob/a/.hidden/c/ex03_predict_recompiles.ipynb",
+                       ".erin/ex01_capture_boundary.ipynb"}
+    assert not any(c.ok for c in found) and all("hidden folder" in c.reason for c in found)
+    assert (by[".erin/ex01_capture_boundary.ipynb"].student, by[".erin/ex01_capture_boundary.ipynb"].exercise) \
+        == ("erin", "ex01")                                      # rejected for erin, with the reason
+    assert by["bob/.week1/ex02_diagnose.ipynb"].student is None   # too deep to tell: listed as unattributed
+    assert "bob/.week1: 1 file that is not a notebook, in a hidden folder; not graded (notes.txt)" in problems
+    assert any(p.startswith("bob/a/b/.ipynb_checkpoints/ex01_capture_boundary-checkpoint.ipynb: an editor "
+                            "checkpoint copy") for p in problems)
+    assert any(p.startswith("bob/a/.hidden/c/.ipynb_checkpoints/x-checkpoint.ipynb: an editor checkpoint copy")
+               for p in problems)
+    assert "bob/.git: 2 files that are not notebooks, in git's own folder; not graded (HEAD, objects/ab/cdef)" \
+        in problems
+    assert any(p.startswith("bob/__MACOSX/bob/._ex02_diagnose.ipynb: a macOS archive's resource fork")
+               for p in problems)
+    assert "bob/.DS_Store: a hidden file, not a notebook (.ipynb); not graded" in problems
+
+
+def test_an_ignored_folder_with_many_files_is_one_line(tmp_path):
+    objects = tmp_path / "kim" / ".git" / "objects"
+    objects.mkdir(parents=True)
+    for i in range(40):
+        (objects / f"{i:02d}").write_bytes(b"x")
+    found, problems = discover(tmp_path)
+    assert found == [] and len(problems) == 1   # five files named, all 40 counted
+    assert problems[0].startswith("kim/.git: 40 files that are not notebooks, in git's own folder; not graded "
+                                  "(objects/00, objects/01, objects/02, objects/03, objects/04 and 35 more)")
