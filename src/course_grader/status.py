@@ -73,7 +73,7 @@ class FaultKind(StrEnum):
 
 
 class CellRole(StrEnum):
-    """Whose a cell of the feedback notebook is (``intake.integrity.RunCell.role``)."""
+    """Whose a cell of the feedback notebook is (``intake.cells.RunCell.role``)."""
 
     LOCKED = "locked"        # the instructor's code, restored from solutions/
     SOLUTION = "solution"    # a solution cell, as the student wrote it
@@ -83,6 +83,13 @@ class CellRole(StrEnum):
     def students(self) -> bool:
         """The student's code: its errors and CPU time are the student's."""
         return self is not CellRole.LOCKED
+
+
+class Severity(StrEnum):
+    """What an integrity finding does to the attempt (``intake.cells.Finding.severity``)."""
+
+    FLAG = "flag"            # the attempt scores 0 until an instructor clears the flag
+    NOTICE = "notice"        # shown to the student and the instructor; no effect on the score
 
 
 class Confinement(StrEnum):

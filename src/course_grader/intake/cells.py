@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 from course_grader.exercise.model import CellKind, Exercise, restore_command, shown_name, without_lock_note
 from course_grader.intake.scan import scan
-from course_grader.status import CellRole
+from course_grader.status import CellRole, Severity
 
 
 @dataclass(frozen=True)
 class Finding:
-    severity: str    # "flag" (the attempt scores 0 until cleared) or "notice"
+    severity: Severity
     where: str       # a course id, or "#N" (1-based position in the submission)
     text: str
 
@@ -56,11 +56,11 @@ class Checked:
 
     @property
     def flags(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "flag"]
+        return [f for f in self.findings if f.severity is Severity.FLAG]
 
     @property
     def notices(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "notice"]
+        return [f for f in self.findings if f.severity is Severity.NOTICE]
 
 
 def normalized(text: str) -> str:
@@ -107,7 +107,8 @@ def _sub_cells(ex: Exercise, nb: dict) -> tuple[list[_SubCell], list[Finding]]:
             cid = cell["id"]
         claimed = meta.get("kind") if isinstance(meta.get("kind"), str) else None
         if cid is not None and cid not in known and claimed in (CellKind.TEST, CellKind.HIDDEN_TEST):
-            findings.append(Finding("flag", f"#{position + 1}", "a cell the student added claims to be a graded test"))
+            findings.append(Finding(Severity.FLAG, f"#{position + 1}",
+                                    "a cell the student added claims to be a graded test"))
         cells.append(_SubCell(position, cid if cid in known else None, cell.get("cell_type", ""),
                               cell.get("source", "")))
     return cells, findings
@@ -132,14 +133,14 @@ def check(ex: Exercise, nb: dict) -> Checked:
         n = len(mine)
         if src.kind is CellKind.HIDDEN_TEST:
             if n:
-                add(Finding("flag", cid, "the notebook contains a cell with the id of a hidden test"))
+                add(Finding(Severity.FLAG, cid, "the notebook contains a cell with the id of a hidden test"))
         elif src.kind in (CellKind.LOCKED, CellKind.TEST):
             strict = src.kind is CellKind.TEST or src.cell_type == "code"
-            sev = "flag" if strict else "notice"
+            sev = Severity.FLAG if strict else Severity.NOTICE
             what = "test cell" if src.kind is CellKind.TEST else "locked cell"
             back = f"`{restore_command(ex.name + '.ipynb', cid)}` puts it back"
             if n == 0 and _added_later(ex, cid):
-                add(Finding("notice", cid, f"{what} missing: it came in a later release (restored)"))
+                add(Finding(Severity.NOTICE, cid, f"{what} missing: it came in a later release (restored)"))
             elif n == 0:
                 add(Finding(sev, cid, f"{what} deleted (the instructor's copy is used; {back})"))
             if n > 1:
@@ -152,26 +153,27 @@ def check(ex: Exercise, nb: dict) -> Checked:
             if any(not _released_before(ex, cid, c) for c in changed):
                 add(Finding(sev, cid, f"{what} edited (the instructor's version is used instead; {back})"))
             elif changed:   # a copy from an earlier release: the course changed the cell since, not the student
-                add(Finding("notice", cid, f"{what} is an earlier release's version (the current one is used)"))
+                add(Finding(Severity.NOTICE, cid, f"{what} is an earlier release's version (the current one is used)"))
         elif src.kind is CellKind.SOLUTION:
             code = [c for c in mine if c.cell_type == "code"]
             if n == 0:
-                add(Finding("notice", cid, "solution cell missing: graded as unanswered"))
+                add(Finding(Severity.NOTICE, cid, "solution cell missing: graded as unanswered"))
             elif not code:
-                add(Finding("notice", cid, "solution cell is no longer a code cell: graded as unanswered"))
+                add(Finding(Severity.NOTICE, cid, "solution cell is no longer a code cell: graded as unanswered"))
             elif len(code) > 1:
-                add(Finding("notice", cid, f"solution cell appears {len(code)} times: the copies are read in order"))
+                add(Finding(Severity.NOTICE, cid,
+                            f"solution cell appears {len(code)} times: the copies are read in order"))
             if code:
                 out.cells[cid] = "\n\n".join(c.source for c in code)
         elif src.kind is CellKind.ANSWER:
             if n == 0:
-                add(Finding("notice", cid, "answer cell missing: nothing to review"))
+                add(Finding(Severity.NOTICE, cid, "answer cell missing: nothing to review"))
             elif n > 1:
-                add(Finding("notice", cid, f"answer cell appears {n} times: the copies are joined for review"))
+                add(Finding(Severity.NOTICE, cid, f"answer cell appears {n} times: the copies are joined for review"))
             out.answers[cid] = "\n\n".join(c.source.strip() for c in mine)
     out.run_cells = assemble(ex, cells)
-    for label, text, severity in scan(out.run_cells):
-        add(Finding(severity, label, f"static scan: {text}" if severity == "flag" else text))
+    for hit in scan(out.run_cells):
+        add(Finding(hit.severity, hit.cell, f"static scan: {hit.text}" if hit.severity is Severity.FLAG else hit.text))
     return out
 
 

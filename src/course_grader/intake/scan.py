@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from course_grader.harness.allowlist.rules import strip_magics
+from course_grader.harness.allowlist import strip_magics
 from course_grader.harness.parsing import parse
-from course_grader.status import CellRole
+from course_grader.status import CellRole, Severity
 
 # ---------------------------------------------------------------- the course profile
 
@@ -80,6 +80,15 @@ class ScannedCell(Protocol):
     label: str
     source: str
     role: CellRole
+
+
+@dataclass(frozen=True)
+class ScanHit:
+    """One thing the scan found in a student's cell."""
+
+    cell: str            # the cell's label, as the student sees it ('your answer "def f(x): ..."')
+    text: str            # "line N: what it does", or why the cell could not be scanned
+    severity: Severity
 
 
 # ---------------------------------------------------------------- static scan
@@ -267,8 +276,8 @@ def _test_api_uses(tree: ast.AST, aliases: dict[str, str], profile: CourseProfil
     return hits
 
 
-def scan(cells: list[ScannedCell], profile: CourseProfile = PROFILE) -> list[tuple[str, str, str]]:
-    """``[(cell label, "line N: what", "flag" | "notice"), ...]`` for the student's code cells, in order.
+def scan(cells: list[ScannedCell], profile: CourseProfile = PROFILE) -> list[ScanHit]:
+    """What the scan finds in the student's code cells, in order: a ``ScanHit`` each.
 
     Code too deeply nested for Python's parser is a notice: it cannot run either.
 
@@ -286,16 +295,17 @@ def scan(cells: list[ScannedCell], profile: CourseProfile = PROFILE) -> list[tup
             continue  # it cannot run either; the feedback run shows the error
         except (RecursionError, MemoryError):
             if own:
-                hits.append((cell.label, "the code is nested too deeply for Python to read (it cannot run)", "notice"))
+                hits.append(ScanHit(cell.label, "the code is nested too deeply for Python to read (it cannot run)",
+                                    Severity.NOTICE))
             continue
         scanner = _Scanner(aliases, profile)
         try:
             scanner.visit(tree)
         except RecursionError:
             scanner.hits.append((1, "the code is nested too deeply to be scanned"))
-        if cell.role == "solution":
+        if CellRole(cell.role) is CellRole.SOLUTION:
             scanner.hits += _test_api_uses(tree, aliases, profile)
         aliases = scanner.aliases
         if own:
-            hits += [(cell.label, f"line {line}: {text}", "flag") for line, text in scanner.hits]
+            hits += [ScanHit(cell.label, f"line {line}: {text}", Severity.FLAG) for line, text in scanner.hits]
     return hits

@@ -9,6 +9,7 @@ import pytest
 from course_grader.exercise.release import answered_notebook
 from course_grader.intake.cells import RunCell, check
 from course_grader.intake.scan import PROFILE, scan
+from course_grader.status import Severity
 
 
 def _with_cell(ex, code: str, after_kind="solution"):
@@ -89,7 +90,9 @@ def test_a_module_imported_by_the_instructors_setup_is_protected_in_every_studen
 
 def test_the_scan_reads_the_one_course_profile():
     cell = [RunCell("your cell #1", "import numpy\nnumpy.pi = 3", "student")]
-    assert scan(cell) != []
+    [hit] = scan(cell)
+    assert (hit.cell, hit.severity, hit.severity == "flag") == ("your cell #1", Severity.FLAG, True)
+    assert hit.text == "line 2: assigns to numpy.pi (patching a library)"
     relaxed = dataclasses.replace(PROFILE, protected_modules=PROFILE.protected_modules - {"numpy"})
     assert scan(cell, relaxed) == []
 
