@@ -36,6 +36,7 @@ from compile_course.workspace import private_folder
 from course_grader.errors import UsageError
 from course_grader.exercise.answers import AnswerState, answer_states
 from course_grader.exercise.model import Exercise
+from course_grader.intake.cells import Checked
 from course_grader.intake.discover import (
     STUDENT_ID_RULE,
     Candidate,
@@ -44,7 +45,6 @@ from course_grader.intake.discover import (
     exercise_of,
     student_id_problem,
 )
-from course_grader.intake.cells import Checked
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_bytes
 from course_grader.pipeline.submission import load_submission, match_cells, read_exercises
 from course_grader.results.shown import printable
