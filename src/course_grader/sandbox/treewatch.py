@@ -15,7 +15,9 @@ tree, from its init down, every time it polls the run (``Run.request``, every 0.
 
 The run is ended when either passes its limit; the fault names it (``memory``, ``pids``) as the
 cgroup's counters would. ``RLIMIT_NPROC`` is set a little above the limit
-(:data:`NPROC_MARGIN`), so a fork bomb is seen here, and recorded, before the kernel refuses it;
+(:data:`NPROC_MARGIN`), so a fork bomb is usually seen here, and recorded, before the kernel refuses
+it; one that peaks and falls back between two polls is refused by the kernel, unrecorded (no count of
+those refusals is readable without privilege: docs/sandbox.md, "What is not defended").
 ``RLIMIT_AS`` stays as the line that holds between two polls. A process that appears and exits
 between two polls is not seen; it cannot hold more than ``RLIMIT_AS`` meanwhile. A process the run
 made not dumpable, whose ``smaps_rollup`` is closed to the grader, counts with its whole resident set.
