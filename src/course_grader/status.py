@@ -93,7 +93,7 @@ class Severity(StrEnum):
 
 
 class Confinement(StrEnum):
-    """How this machine confines a sandboxed run (``sandbox.host.confinement_mode``)."""
+    """How this machine confines a sandboxed run (``sandbox.policy.confinement_mode``)."""
 
     ROOT = "root"            # the grader is root: a uid of its own per run, namespaces, a cgroup
     USERNS = "userns"        # not root, user namespaces work: namespaces, the grader's uid outside

@@ -258,7 +258,7 @@ def test_a_worker_that_cannot_confine_refuses_unless_unconfined(monkeypatch):
     from course_grader.sandbox import confine
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr("course_grader.sandbox.host._USERNS_REFUSAL", [confine.USERNS_SETTINGS])  # userns off
+    monkeypatch.setattr("course_grader.sandbox.policy._USERNS_REFUSAL", [confine.USERNS_SETTINGS])  # userns off
     monkeypatch.setattr("course_grader.pipeline.cluster.worker._HOSTS", {})     # this process's hosts, restored after
     spec = RunSpec(("/nonexistent",), None, False, False, grader_key(), runtime())
     with pytest.raises(WorkerSetupError, match="not root"):

@@ -149,7 +149,7 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, options: Gra
     # doubles, whose warm-up proves nothing about the real ones
     store = options.store if options.store is not None or doubles else cache_store.default_store()
     if options.host_factory is None and options.executor is None:  # on a cluster, each worker checks for itself
-        from course_grader.sandbox.host import confinement_refusal
+        from course_grader.sandbox.policy import confinement_refusal
 
         if refusal := confinement_refusal("this process", options.unconfined):
             raise GraderError(refusal)

@@ -28,7 +28,7 @@ from pathlib import Path
 from course_grader.config import GradeOptions
 from course_grader.errors import GraderError
 from course_grader.exercise.model import Exercise
-from course_grader.pipeline.feedback_run import feedback_run
+from course_grader.pipeline.feedback_run import FeedbackRun, feedback_run
 from course_grader.pipeline.replies import ReplyCache
 from course_grader.pipeline.submission import Job, Outcome, Timing, match_cells
 from course_grader.pipeline.verdicts import fault_reason, verdict_module, verdicts
@@ -45,9 +45,9 @@ def default_host(hide: list[Path], compile_cache: Path | None, limits):
 
 def instructor_paths(solutions: Path, *extra: Path) -> list[Path]:
     """Folders no kernel may see: ``solutions`` (the hidden tests), the sandbox's own list
-    (``sandbox.host.default_hidden``: the grader's package, the course's .git, build/ and tests/),
+    (``sandbox.policy.default_hidden``: the grader's package, the course's .git, build/ and tests/),
     plus ``extra`` (the output folder, the gradebook's folder, the submissions)."""
-    from course_grader.sandbox.host import default_hidden
+    from course_grader.sandbox.policy import default_hidden
 
     paths = [solutions, *default_hidden(), *extra]
     return sorted({Path(p).resolve() for p in paths if Path(p).resolve() != Path("/")})
@@ -134,28 +134,29 @@ class GradingSession:
         attempt.answers = [AnswerItem(c.course_id, ex.question_for(c), checked.answers.get(c.course_id, ""),
                                       c.rubric, c.points)
                            for c in ex.answers]
-        student_cpu = 0.0
+        shown = FeedbackRun()
         if not feedback:
-            tests, faults, verdict_s = verdicts(ex, checked, host, self.verdict_for, self.cache)
+            judged = verdicts(ex, checked, host, self.verdict_for, self.cache)
         elif retried:
             # the second run of a submission is alone: nothing else runs, not even its own feedback kernel
-            attempt.cells, attempt.notes, student_cpu = feedback_run(host, checked)
-            tests, faults, verdict_s = verdicts(ex, checked, host, self.verdict_for, self.cache)
+            shown = feedback_run(host, checked)
+            judged = verdicts(ex, checked, host, self.verdict_for, self.cache)
         else:
             # the feedback kernel and the measuring children are independent: run them side by side
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedback") as side:
                 running = side.submit(feedback_run, host, checked)
-                tests, faults, verdict_s = verdicts(ex, checked, host, self.verdict_for, self.cache)
-                attempt.cells, attempt.notes, student_cpu = running.result()
-        if faults and not final:
+                judged = verdicts(ex, checked, host, self.verdict_for, self.cache)
+                shown = running.result()
+        attempt.cells, attempt.notes = shown.cells, shown.notes
+        if judged.faults and not final:
             return Outcome(None, None, again=True)
-        attempt.tests = tests
-        if faults:
-            grader_fault, reason = fault_reason(faults, retried)
-            if grader_fault:
-                attempt.status, attempt.reason = AttemptStatus.FAULT, reason
+        attempt.tests = judged.tests
+        if judged.faults:
+            worded = fault_reason(judged.faults, retried)
+            if worded.grader_fault:
+                attempt.status, attempt.reason = AttemptStatus.FAULT, worded.text
                 return Outcome(attempt)
-            attempt.reason = reason
+            attempt.reason = worded.text
         if attempt.flags:
             for t in attempt.tests:
                 if t.status is TestStatus.PASSED:
@@ -166,4 +167,4 @@ class GradingSession:
         elif not attempt.reason and attempt.auto_score == 0 and attempt.notes and ex.tests:
             attempt.reason = attempt.notes[0]
         attempt.seconds = time.perf_counter() - start
-        return Outcome(attempt, Timing(cand.rel, attempt.seconds, student_cpu, verdict_s))
+        return Outcome(attempt, Timing(cand.rel, attempt.seconds, shown.student_cpu_s, judged.seconds))

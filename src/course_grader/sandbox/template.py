@@ -1,11 +1,16 @@
 """The fork server: imports torch once, then forks one confined run per request.
 
 Started by ``GradingHost`` as ``python -I -m course_grader.sandbox.template CONTROL_FD``.
-Before announcing itself it imports torch, torch._dynamo, inductor's compile path, IPython's
-InteractiveShell and the student-facing ``compile_course`` helpers, and nothing from
-solutions, hidden tests or ``course_grader.harness``; it never runs student code itself.
-It checks that it is single-threaded (forking a process that has other threads can copy a
-held lock), so the BLAS/OpenMP pools are pinned to one thread before torch is imported.
+Before announcing itself it imports what a student's kernel imports (``course_grader.forkserver``:
+torch, torch._dynamo, inductor's compile path, the ``compile_course`` helpers) and what only a run
+uses (IPython's InteractiveShell, the seccomp binding), and nothing from solutions, hidden tests or
+``course_grader.harness``; it never runs student code itself. It reports its thread count, which
+must be 1 (forking a process that has other threads can copy a held lock), so the BLAS/OpenMP
+pools are pinned to one thread before torch is imported.
+
+The preload and the fork are ``forkserver``'s, shared with the course's warm Jupyter kernels;
+what is the sandbox's alone stays here: requests that carry descriptors, and the three
+confining processes of a run.
 
 Each ``Spawn`` request arrives on the control socket with three descriptors (the run's
 request/reply socket, its raw output pipe, the reaper's status pipe). The template forks
@@ -35,38 +40,15 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 # that loaded a kernel built that header again, for one or two kernels. Runs build without it.
 os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
 
-from course_grader.sandbox import cgroups, confine, kernel, measure, syscall_filter  # noqa: E402  (loaded before any mount hides them)
+from course_grader import forkserver  # noqa: E402  (this and the modules below: loaded before any mount hides them)
+from course_grader.sandbox import cgroups, confine, kernel, measure, syscall_filter  # noqa: E402
 from course_grader.wire import protocol  # noqa: E402
 from course_grader.wire.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
 
-STUDENT_MODULES = ["compile_course", "compile_course.comparison", "compile_course.diagnostics",
-                   "compile_course.timing", "compile_course.boundary", "compile_course.session",
-                   "compile_course.quiet", "compile_course.checks", "compile_course.primitives",
-                   "compile_course.testing"]
 SPAWN_BYTES = 1 << 20            # one spawn request (a hide list of paths) fits easily
-PRELOAD = ["torch", "torch._dynamo", "torch._dynamo.testing", "torch._inductor.compile_fx",
-           "torch._inductor.codecache", "IPython.core.interactiveshell", "traitlets.config", "pyseccomp",
-           *STUDENT_MODULES]
-
-
-def preload() -> None:
-    import importlib
-
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass  # a helper module the course does not have (yet): students import what exists
-    try:
-        # Hashes of torch's and triton's own source that every inductor compile needs for its cache
-        # key (cached per process, ~2 s together): computed once here instead of once per student
-        # compile. Pure file reading, no threads started.
-        from torch._inductor.codecache import torch_key, triton_key
-
-        torch_key()
-        triton_key()
-    except Exception:  # noqa: BLE001 - an optimisation only
-        pass
+# Beyond what every kernel imports (forkserver.PRELOAD): a run's notebook kernel is an InteractiveShell,
+# its worker loads the seccomp filter, and a measuring child decodes with the student helpers' codec.
+RUN_PRELOAD = ["IPython.core.interactiveshell", "traitlets.config", "pyseccomp", "compile_course.primitives"]
 
 
 def thread_count() -> int:
@@ -76,10 +58,10 @@ def thread_count() -> int:
 # --- inside a run ----------------------------------------------------------------------------
 
 def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
-    """The run's first process, in the host's PID namespace; trusted (never runs student code)."""
+    """The run's first process, in the host's PID namespace; trusted (never runs student code).
+
+    Forked by ``forkserver.fork_child``: it dies with the template and waits for its own child."""
     confine.set_name("grader-reaper")
-    confine.die_with_parent()
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the template ignores it; we wait for our child
     notices: list[str] = []
     try:
         notices += confine.unshare_namespaces(spawn.confinement)
@@ -224,9 +206,7 @@ def _serve(control: socket.socket, run_cgroups: list[list[str]]) -> None:
         run_cgroups[:] = [paths for paths in run_cgroups if any(os.path.isdir(p) for p in paths)]
         if spawn.cgroups:
             run_cgroups.append(list(spawn.cgroups))
-        pid = os.fork()
-        if pid == 0:
-            control.close()
+        if forkserver.fork_child(control) == 0:
             reaper(spawn, *fds)
         for fd in fds:
             os.close(fd)
@@ -235,8 +215,8 @@ def _serve(control: socket.socket, run_cgroups: list[list[str]]) -> None:
 def main(argv: list[str]) -> int:
     confine.set_name("grader-template")
     control = socket.socket(fileno=int(argv[1]))
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished reapers are reaped by the kernel
-    preload()
+    forkserver.preload(RUN_PRELOAD)
+    forkserver.ignore_children()   # finished reapers are reaped by the kernel
     ready = TemplateReady(pid=os.getpid(), threads=thread_count(), nonce=argv[2] if len(argv) > 2 else "")
     control.sendall(protocol.encode(ready))
     serve(control)

@@ -221,24 +221,24 @@ def test_sample_grading_writes_only_into_its_own_folder(tmp_path, fake_host, stu
 
 
 def test_without_root_or_user_namespaces_grading_refuses_unless_unconfined(tmp_path, submission, monkeypatch):
-    from course_grader.sandbox import confine, host
+    from course_grader.sandbox import confine, policy
 
     submission("ann", "ex02")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(host, "_USERNS_REFUSAL", [confine.USERNS_SETTINGS])   # as on a host with them off
+    monkeypatch.setattr(policy, "_USERNS_REFUSAL", [confine.USERNS_SETTINGS])   # as on a host with them off
     with pytest.raises(GraderError, match="cannot confine.*unprivileged_userns_clone.*"
                                           "apparmor_restrict_unprivileged_userns.*--unconfined"):
         grade_class(tmp_path / "subs", tmp_path / "out", progress=False)
     assert not (tmp_path / "out" / "gradebook.sqlite").exists()
-    assert host.confinement_refusal("this process", unconfined=True) is None
+    assert policy.confinement_refusal("this process", unconfined=True) is None
 
 
 def test_without_root_user_namespaces_confine_the_runs(monkeypatch):
-    from course_grader.sandbox import host
+    from course_grader.sandbox import policy
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(host, "_USERNS_REFUSAL", [None])
-    assert host.confinement_mode() == "userns" and host.confinement_refusal("this process", False) is None
+    monkeypatch.setattr(policy, "_USERNS_REFUSAL", [None])
+    assert policy.confinement_mode() == "userns" and policy.confinement_refusal("this process", False) is None
 
 
 def test_the_sandbox_notices_reach_the_report(tmp_path, submission, grade_fake, fake_host):

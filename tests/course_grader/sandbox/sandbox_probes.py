@@ -13,7 +13,7 @@ PROBES = Path(__file__).parent / "files" / "probe_harness"
 
 
 def _confinement() -> str:
-    from course_grader.sandbox.host import confinement_mode
+    from course_grader.sandbox.policy import confinement_mode
 
     return confinement_mode()
 

@@ -90,7 +90,7 @@ def test_reveal_binds_a_folder_read_only_inside_a_hidden_one(tmp_path):
 
 def test_a_worktree_checkouts_repository_is_hidden_wherever_it_is(tmp_path):
     """``git worktree``: .git is a file naming a folder in the main clone's .git, which holds every commit."""
-    from course_grader.sandbox.host import git_dirs
+    from course_grader.sandbox.policy import git_dirs
 
     main_git = tmp_path / "main" / ".git"
     (main_git / "worktrees" / "wt").mkdir(parents=True)

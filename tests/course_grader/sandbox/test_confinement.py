@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from course_grader.sandbox import GradingHost
-from course_grader.sandbox.host import git_dirs
+from course_grader.sandbox.policy import git_dirs
 from course_grader.status import CellStatus
 
 from sandbox_probes import needs_confinement, processes_with, run_uids, runs_alive, small_limits
@@ -204,8 +204,10 @@ def test_kernel_has_no_grader_module_but_the_sandbox_itself(host):
                               "print(sorted(m for m in sys.modules if m.startswith('course_grader')))").output
     loaded = ast.literal_eval(out)
     # the sandbox, and the wire format both sides of every run share (messages and their payloads: data
-    # types only, loaded by the template before it forks); no grading, verdict or harness code
-    assert loaded and all(m in ("course_grader", "course_grader.wire")   # packages of the modules below
+    # types only, loaded by the template before it forks), and the fork-server core the template shares with
+    # the warm lesson kernels (a preload list and the fork: it imports nothing of the grader); no grading,
+    # verdict or harness code
+    assert loaded and all(m in ("course_grader", "course_grader.wire", "course_grader.forkserver")
                           or m.startswith(("course_grader.sandbox", "course_grader.wire.protocol",
                                            "course_grader.wire.payloads", "course_grader.status"))
                           for m in loaded), loaded

@@ -100,10 +100,10 @@ def test_line_reader_splits_lines_and_sees_eof():
 
 
 def test_notices_that_weaken_confinement_are_told_apart(monkeypatch):
-    from course_grader.sandbox import host
+    from course_grader.sandbox import policy
 
     notices = ["no mount namespace (Operation not permitted)", "could not hide /srv/solutions: EPERM",
                "compile cache not shared (EINVAL): this run compiles cold", "could not make /tmp private: EPERM"]
     for confined in ("root", "userns"):   # confined runs, as root or in user namespaces, fail closed
-        assert host.weakened(notices, confined) == [notices[0], notices[1], notices[3]]
-    assert host.weakened(notices, "none") == []     # --unconfined: weaker by design, and said so
+        assert policy.weakened(notices, confined) == [notices[0], notices[1], notices[3]]
+    assert policy.weakened(notices, "none") == []     # --unconfined: weaker by design, and said so

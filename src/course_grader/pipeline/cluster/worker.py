@@ -218,7 +218,7 @@ def _host_for(spec: RunSpec) -> _HostState:
         raise WorkerSetupError(f"this worker has {runtime()}, the client {spec.runtime}: install the pinned "
                                "requirements on every worker")
     if spec.host_factory is None:   # as grade_class does locally
-        from course_grader.sandbox.host import confinement_refusal
+        from course_grader.sandbox.policy import confinement_refusal
 
         if refusal := confinement_refusal("this worker", spec.unconfined):
             raise WorkerSetupError(refusal)
