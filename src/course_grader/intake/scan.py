@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from course_grader.harness.allowlist import strip_magics
+from course_grader.harness.allowlist.rules import strip_magics
 from course_grader.harness.parsing import parse
 from course_grader.status import CellRole, Severity
 
