@@ -7,7 +7,8 @@ kernels on two cores. Here one template process per test worker pays those costs
 once, and every kernel is a ``fork`` of it that then starts IPython as
 ``python -m ipykernel_launcher`` would.
 
-- ``server``: the template. It imports, then forks one kernel per request.
+- ``server``: the template. It imports, then forks one kernel per request (the preload and the
+  fork are ``course_grader.forkserver``'s, which the grader's sandbox template uses too).
 - ``provisioner``: a jupyter_client kernel provisioner that asks the template for a
   kernel, and launches an ordinary one whenever the request does not fit the template
   (another Python, another environment, a template that failed).

@@ -14,48 +14,28 @@ template therefore refuses to fork while it runs any Python thread besides its m
 one, and the provisioner then launches an ordinary kernel. The one native thread that
 importing torch starts (the OpenMP pool, parked on a futex) is safe: libgomp builds a
 new pool in the child, which ``tests/course_tools/test_warm_kernels.py`` checks.
+
+The preload and the fork are ``course_grader.forkserver``'s, shared with the grader's sandbox
+template. What is the warm kernels' alone stays here: requests as JSON lines on a listening
+socket, answered with the pid; ending with the owner's stdin; the Python-thread check above;
+and the child's hand-off to Jupyter (an ordinary kernel's environment, folder, arguments and stack).
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
-import importlib
 import json
 import os
 import selectors
-import signal
 import socket
 import sys
 import threading
 
-# The course's log policy is set before torch is imported, as a notebook's first cell does.
-PRELOAD = ["compile_course.quiet", "torch", "torch._dynamo", "torch._dynamo.testing",
-           "torch._inductor.compile_fx", "torch._inductor.codecache", "functorch.compile",
-           "compile_course.checks", "compile_course.testing", "matplotlib", "IPython", "ipykernel.kernelapp"]
-PR_SET_PDEATHSIG = 1
+from course_grader import forkserver
+
+# Beyond what every kernel imports (forkserver.PRELOAD): what a lesson kernel itself runs on.
+KERNEL_PRELOAD = ["matplotlib", "IPython", "ipykernel.kernelapp"]
 REQUEST_BYTES = 1 << 20
-
-
-def preload() -> None:
-    for name in PRELOAD:
-        importlib.import_module(name)
-    # The helpers through the package's lazy exports, as `from compile_course import ...` loads
-    # them: importing a submodule directly would bind the module `torch_logs` where the package
-    # exports the function of that name.
-    import compile_course
-
-    for name in compile_course.__all__:
-        getattr(compile_course, name)
-    # The first inductor compile of every process hashes torch's own sources for its cache key
-    # and keeps the result for the process: computed here, once, for every kernel forked later.
-    from torch._inductor.codecache import torch_key
-
-    torch_key()
-
-
-def die_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def read_request(conn: socket.socket) -> dict:
@@ -69,15 +49,14 @@ def read_request(conn: socket.socket) -> dict:
 
 
 def become_kernel(request: dict, hook_dir: str, imported_env: tuple[dict, list]) -> list[str]:
-    """In the forked child: take the kernel's environment, folder and arguments; return its argv.
+    """In the forked child (``forkserver.fork_child``): take the kernel's environment, folder and
+    arguments; return its argv.
 
     ``imported_env`` holds what the template's imports set in, and removed from, its environment
     (inductor's ``cache_dir()`` sets TORCHINDUCTOR_CACHE_DIR, for one): an ordinary kernel's
     environment changes the same way when its first cell imports the same modules.
     """
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)   # the template auto-reaps; a kernel waits for its children
     os.setsid()                                      # its own process group, as jupyter_client launches one
-    die_with_parent()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -116,10 +95,10 @@ def serve(path: str, hook_dir: str) -> list[str]:
     may launch from a short-lived one.) Each kernel does get one: it dies with the template.
     """
     before = dict(os.environ)
-    preload()
+    forkserver.preload(KERNEL_PRELOAD)
     imported_env = ({k: v for k, v in os.environ.items() if before.get(k) != v},
                     [k for k in before if k not in os.environ])
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)        # forked kernels are reaped by the system
+    forkserver.ignore_children()                          # forked kernels are reaped by the system
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
@@ -145,11 +124,8 @@ def serve(path: str, hook_dir: str) -> list[str]:
                     error = f"{threading.active_count()} Python threads; fork refused"
                     conn.sendall(json.dumps({"error": error}).encode() + b"\n")
                     continue
-                pid = os.fork()
+                pid = forkserver.fork_child(events, listener, conn)
                 if pid == 0:
-                    events.close()
-                    listener.close()
-                    conn.close()
                     return become_kernel(request, hook_dir, imported_env)
                 conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
 
