@@ -8,6 +8,8 @@ limit stops the run there; the cells after it are shown as not run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from course_grader.intake.cells import Checked
 from course_grader.results.gradebook import CellRecord
 from course_grader.status import CellRole, CellStatus, FaultKind
@@ -22,13 +24,21 @@ def cap(text: str | None, limit: int = CELL_OUTPUT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
 
 
-def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], float]:
-    """Run the assembled notebook for the student's information. ``(cells, notes, student cpu s)``."""
-    records: list[CellRecord] = []
-    notes: list[str] = []
-    student_cpu = 0.0
+@dataclass
+class FeedbackRun:
+    """What the feedback run shows the student: each cell as it ran, and a note per error or limit."""
+
+    cells: list[CellRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    student_cpu_s: float = 0.0   # CPU time of the student's own cells (the run's timing, never a score)
+
+
+def feedback_run(host, checked: Checked) -> FeedbackRun:
+    """Run the assembled notebook for the student's information."""
+    run = FeedbackRun()
+    records, notes = run.cells, run.notes
     if not checked.run_cells:
-        return records, notes, student_cpu
+        return run
     from course_grader.sandbox import SandboxFault
 
     try:
@@ -41,7 +51,7 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
                 result = kernel.run_cell(cell.source, cell.cell_id)
                 status = CellStatus(result.status)
                 if CellRole(cell.role).students:
-                    student_cpu += float(result.cpu_s or 0.0)
+                    run.student_cpu_s += float(result.cpu_s or 0.0)
                 records.append(CellRecord(cell.label, status, cap(result.output), cap(result.error)))
                 if status is CellStatus.ERROR and CellRole(cell.role).students and len(notes) < MAX_NOTES:
                     error = (result.error or "").strip()
@@ -56,4 +66,4 @@ def feedback_run(host, checked: Checked) -> tuple[list[CellRecord], list[str], f
     except SandboxFault as fault:
         notes.append(f"the feedback run could not be completed ({fault.kind}: {fault.detail[:200]}); "
                      "it never affects your score")
-    return records, notes, student_cpu
+    return run

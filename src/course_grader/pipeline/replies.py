@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from course_grader.sandbox import SandboxFault
 
 
 class ReplyCache:
@@ -51,6 +55,14 @@ class ReplyCache:
                     self.replies.setdefault(tuple(row[:3]), row[3])
 
 
+@dataclass(frozen=True)
+class MeasuringFault:
+    """A measuring request that ended in a fault instead of a reply: which entry the verdict code asked for."""
+
+    entry: str               # the harness entry asked for ("student", "replay" ...), or "grade" for the whole run
+    fault: SandboxFault
+
+
 class Measurer:
     """``ctx.measure`` for one submission: the host's measuring children (through the run's reply
     cache), remembering every fault.
@@ -61,7 +73,7 @@ class Measurer:
 
     def __init__(self, host, harness: str, cache: ReplyCache | None = None):
         self.host, self.harness, self.cache = host, harness, cache
-        self.faults: list[tuple[str, Any]] = []
+        self.faults: list[MeasuringFault] = []
         self.seconds = 0.0
         self.sessions: dict[str, Any] = {}
 
@@ -92,7 +104,7 @@ class Measurer:
                 self.cache.put(key, reply)
             return reply
         except SandboxFault as fault:
-            self.faults.append((entry, fault))
+            self.faults.append(MeasuringFault(entry, fault))
             raise
         finally:
             self.seconds += time.perf_counter() - start

@@ -4,22 +4,43 @@
 this, the trusted, process; what it asks of the student's code goes to measuring children through a
 ``Measurer``. It checks what the verdict code returns (every test id once, bools and strings), keeps
 of a hidden test only its id, points and pass/fail, and returns the measuring faults beside the
-results. ``fault_reason`` words those faults for the student: a grader failure is never a grade.
+results (``Verdicts``). ``fault_reason`` words those faults for the student (``FaultReason``): a grader
+failure is never a grade.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from course_grader.errors import GraderError
 from course_grader.exercise.model import Exercise
 from course_grader.intake.cells import Checked
-from course_grader.pipeline.replies import Measurer, ReplyCache
+from course_grader.pipeline.replies import Measurer, MeasuringFault, ReplyCache
 from course_grader.results.gradebook import TestResult
 from course_grader.status import FaultKind, TestStatus
 
 MESSAGE_CHARS = 4000
 DETAIL_CHARS = 200
+
+
+@dataclass
+class Verdicts:
+    """One submission's verdicts: a ``TestResult`` per graded test, in the exercise's order, the faults of
+    the measuring requests behind them (a first run with any is graded again, alone), and the seconds spent
+    measuring."""
+
+    tests: list[TestResult] = field(default_factory=list)
+    faults: list[MeasuringFault] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class FaultReason:
+    """What the faults of a submission's final run mean: whose fault, and the sentence the student reads."""
+
+    grader_fault: bool       # the grader failed: the attempt is a FAULT, never recorded as a grade
+    text: str
 
 
 def verdict_module(ex: Exercise):
@@ -33,14 +54,13 @@ def _all(ex: Exercise, status: TestStatus, reason: str) -> list[TestResult]:
     return [TestResult(t.course_id, t.hidden, t.points, status, "" if t.hidden else reason) for t in ex.tests]
 
 
-def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache | None = None
-             ) -> tuple[list[TestResult], list[tuple[str, Any]], float]:
+def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache | None = None) -> Verdicts:
     """One ``TestResult`` per graded test cell, in the exercise's order; plus the measuring faults.
 
     Raises ``GraderError`` when the exercise's verdict code misbehaves (missing or unknown test ids,
     wrong types, an exception of its own)."""
     if not ex.tests:
-        return [], [], 0.0
+        return Verdicts()
     try:
         grade, harness = verdict_for(ex)
     except Exception as exc:  # noqa: BLE001 - missing or broken verdict code is the grader's fault
@@ -56,13 +76,13 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCach
     except SandboxFault as fault:
         # the verdict code let a measuring fault through: every test of the submission waits on it
         if not measurer.faults:
-            measurer.faults.append(("grade", fault))
-        return _all(ex, TestStatus.NOT_RUN, f"not measured: {fault.kind}"), measurer.faults, measurer.seconds
+            measurer.faults.append(MeasuringFault("grade", fault))
+        return Verdicts(_all(ex, TestStatus.NOT_RUN, f"not measured: {fault.kind}"), measurer.faults, measurer.seconds)
     except (RecursionError, MemoryError) as exc:  # an answer too deep or too big for the parser: the student's
         reason = f"your answer could not be read ({type(exc).__name__}: it is nested too deeply or too large)"
-        return _all(ex, TestStatus.FAILED, reason), measurer.faults, measurer.seconds
+        return Verdicts(_all(ex, TestStatus.FAILED, reason), measurer.faults, measurer.seconds)
     except AnswerError as exc:  # the verdict code should catch it per test; if not, it fails them all
-        return _all(ex, TestStatus.FAILED, str(exc)[:2000]), measurer.faults, measurer.seconds
+        return Verdicts(_all(ex, TestStatus.FAILED, str(exc)[:2000]), measurer.faults, measurer.seconds)
     except Exception as exc:  # noqa: BLE001 - the verdict code is the grader's: its failure is a grader fault
         raise GraderError(f"{ex.id} verdict code failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
     finally:
@@ -83,16 +103,17 @@ def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCach
         v = by_id[t.course_id]
         results.append(TestResult(t.course_id, t.hidden, t.points, TestStatus.PASSED if v.passed else TestStatus.FAILED,
                                   "" if t.hidden else (v.message or "")[:MESSAGE_CHARS]))
-    return results, measurer.faults, measurer.seconds
+    return Verdicts(results, measurer.faults, measurer.seconds)
 
 
-def fault_reason(faults: list[tuple[str, Any]], retried: bool) -> tuple[bool, str]:
-    """``(grader's fault, reason for the student)`` for the faults of a submission's final run."""
-    for entry, fault in faults:
-        if FaultKind(fault.kind) is FaultKind.GRADER:
-            return True, (f"the grader failed while measuring {entry} ({fault.detail[:DETAIL_CHARS]}); "
-                          "this is not your fault")
-    entry, fault = faults[0]
-    return False, (f"your code {FaultKind(fault.kind).wording} while the grader measured {entry}"
-                   f"{': ' + fault.detail[:DETAIL_CHARS] if fault.detail else ''}"
-                   f"{' (confirmed by a second run, alone)' if retried else ''}")
+def fault_reason(faults: list[MeasuringFault], retried: bool) -> FaultReason:
+    """Whose fault the faults of a submission's final run are, and the reason the student reads."""
+    for f in faults:
+        if FaultKind(f.fault.kind) is FaultKind.GRADER:
+            return FaultReason(True, f"the grader failed while measuring {f.entry} "
+                                     f"({f.fault.detail[:DETAIL_CHARS]}); this is not your fault")
+    first = faults[0]
+    detail = first.fault.detail
+    return FaultReason(False, f"your code {FaultKind(first.fault.kind).wording} while the grader measured {first.entry}"
+                              f"{': ' + detail[:DETAIL_CHARS] if detail else ''}"
+                              f"{' (confirmed by a second run, alone)' if retried else ''}")
