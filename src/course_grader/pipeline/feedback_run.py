@@ -17,6 +17,8 @@ from course_grader.status import CellRole, CellStatus, FaultKind
 CELL_OUTPUT_CHARS = 20_000
 MAX_NOTES = 20
 NOTE_CHARS = 300
+# the fault a cell's end implies when the host names none (the sandbox's kernel always names one)
+IMPLIED_FAULT = {CellStatus.TIMEOUT: FaultKind.CPU_TIME, CellStatus.DIED: FaultKind.CRASHED}
 
 
 def cap(text: str | None, limit: int = CELL_OUTPUT_CHARS) -> str:
@@ -58,8 +60,7 @@ def feedback_run(host, checked: Checked) -> FeedbackRun:
                     first = error.splitlines()[0][:NOTE_CHARS] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")
                 elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
-                    what = (FaultKind(result.fault).wording if result.fault is not None
-                            else FaultKind.CPU_TIME.wording if status is CellStatus.TIMEOUT else "ended the kernel")
+                    what = FaultKind(result.fault or IMPLIED_FAULT[status]).wording
                     error = (result.error or "").strip()
                     notes.append(f"{cell.label} {what}" + (f": {error.splitlines()[0][:NOTE_CHARS]}" if error else ""))
                     stopped = f"{cell.label} {what}"
