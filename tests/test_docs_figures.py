@@ -78,12 +78,13 @@ def test_the_authoring_guide_names_every_field_of_the_records():
     import dataclasses
     import inspect
 
-    from compile_course import primitives, testing
+    from compile_course import testing
+    from compile_course.measurement import records
 
     guide = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
-    wanted = {f"`.{f.name}`" for record in (primitives.Run, primitives.CallResult, primitives.Break,
-                                             primitives.Timing) for f in dataclasses.fields(record)}
-    wanted |= {f'"{key}"' for key in primitives.COMPILE_STATS}                   # CallResult.compiled
+    wanted = {f"`.{f.name}`" for record in (records.Run, records.CallResult, records.Break,
+                                             records.Timing) for f in dataclasses.fields(record)}
+    wanted |= {f'"{key}"' for key in records.COMPILE_STATS}                      # CallResult.compiled
     wanted |= {'`"args"`', '`"kwargs"`', '`"grad_enabled"`'}                     # a spied call (read_spy_calls)
     wanted |= {'"dtype"', '"shape"', '"requires_grad"', '"marks"'}               # a spied tensor
     wanted |= {"`dynamic`", "`maybe_dynamic`", "`static`", "`unbacked`"}         # its marks (tensor_marks)

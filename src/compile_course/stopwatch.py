@@ -3,7 +3,7 @@
 A timing exercise hands the student's routine ``stopwatch("fused")`` instead of ``fused``. Each call
 of the stand-in, eager or through ``torch.compile(stand_in, ...)``, is recorded by the course's code
 around the real call: its start and end on ``time.perf_counter`` (seconds from the stopwatch's
-creation), its arguments (as ``primitives.describe_arg``), and for a compiled call the graphs Dynamo
+creation), its arguments (as ``measurement.spy.describe_arg``), and for a compiled call the graphs Dynamo
 compiled and inductor's FX graph cache hits and misses during it. Every ``torch.compile`` call of the
 stand-in is recorded with its options (backend, fullgraph, dynamic, mode).
 
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from .primitives import MAX_CALLS, MAX_COMPILES  # a timeline's bounds, which primitives validates
+from .measurement.records import MAX_CALLS, MAX_COMPILES  # a timeline's bounds, which records validates
 
 CLOCK_SLACK_S = 2e-6       # perf_counter readings a few instructions apart
 MIN_STEADY_CALLS = 5       # a "fastest steady call" out of fewer calls is not a steady state
@@ -39,7 +39,8 @@ class Stopwatch:
     """Records calls of ``fn`` made through :attr:`stand_in` (see the module docstring)."""
 
     def __init__(self, fn):
-        from .primitives import compile_stats, describe_arg
+        from .measurement.run import compile_stats
+        from .measurement.spy import describe_arg
 
         epoch = time.perf_counter()
         calls: list[dict] = []

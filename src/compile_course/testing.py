@@ -7,7 +7,7 @@ grader runs the same cell in its own process, where ``student`` reaches the subm
 through a sandboxed child and every answer comes back as data, and ``reference`` runs the
 course's setup cells in a child that runs no student code (``course_grader.verdict.remote``).
 
-Every method returns the records of ``compile_course.primitives``; both sides read them with the
+Every method returns the records of ``compile_course.measurement``; both sides read them with the
 same ``from_data``, so what a test sees in the notebook and at grading has one form.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from . import primitives as measure
-from .primitives import AnswerError, CallResult, ReplyError, Run, Timing
+from . import measurement as measure
+from .measurement import AnswerError, CallResult, ReplyError, Run, Timing
 
 __all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "answer_fn", "code",
            "disagreements", "expect_agreement", "expect_like_reference", "is_test_api", "passed", "replay", "spy",
@@ -27,7 +27,8 @@ __all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timin
 
 # Modules whose objects are the test API: a measured function never holds one (at grading, the
 # measuring child drops them from the function's namespace; ``course_grader.verdict.remote`` from its allow-list).
-TEST_API_MODULES = frozenset({__name__, measure.__name__, "compile_course.stopwatch"})
+# (``compile_course.primitives`` is the measurement package's old name, kept for one release.)
+TEST_API_MODULES = frozenset({__name__, *measure.MODULES, "compile_course.primitives", "compile_course.stopwatch"})
 
 
 def passed(message: str) -> None:
@@ -206,7 +207,7 @@ def _timed_call(fn, args: tuple, grad: bool, watches: list) -> CallResult:
 
 def is_test_api(value: Any) -> bool:
     """Whether ``value`` belongs to the test API (a :class:`Namespace`, ``code``, ``spy``, ``passed``,
-    a recorder, or any function or class of this module or of ``primitives``), or is a way out of an
+    a recorder, or any function or class of this module or of ``measurement``), or is a way out of an
     allow-list (``eval``, ``exec`` and the other builtins a test namespace holds)."""
     import builtins
     import types

@@ -13,7 +13,7 @@ import json
 import pytest
 import torch
 
-from compile_course import primitives
+from compile_course import measurement
 from course_grader.harness import child
 from course_grader.verdict import testcells
 from course_grader.verdict.context import GradeContext
@@ -39,7 +39,7 @@ FUNCTION = FunctionSpec(SOURCE, AllowSpec(["torch"], [], []))
 
 
 def request(op=Op.CALL, args=None, options=None, function=FUNCTION) -> ServeRequest:
-    args = [Arg(ArgKind.VALUE, primitives.to_data(torch.tensor([1.0, 2.0])))] if args is None else args
+    args = [Arg(ArgKind.VALUE, measurement.to_data(torch.tensor([1.0, 2.0])))] if args is None else args
     return ServeRequest([], function, "double", op, args, options or CallOptions(grad=False))
 
 
@@ -99,7 +99,7 @@ def test_the_child_answers_in_the_reply_type_the_grader_reads():
     reply = child.serve(request().to_data())
     got = read_serve_reply(reply, Op.CALL)
     assert got.load_error is None
-    assert torch.equal(primitives.CallResult.from_data(got.answer).value, torch.tensor([2.0, 4.0]))
+    assert torch.equal(measurement.CallResult.from_data(got.answer).value, torch.tensor([2.0, 4.0]))
     broken = child.serve(request(function=FunctionSpec("def double(x):\n    return open('f')\n",
                                                        AllowSpec(["torch"], [], []))).to_data())
     assert read_serve_reply(broken, Op.CALL).load_error

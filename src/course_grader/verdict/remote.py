@@ -23,8 +23,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from compile_course import primitives as measure
-from compile_course.primitives import AnswerError, CallResult, ReplyError, Run, Timing
+from compile_course import measurement as measure
+from compile_course.measurement import AnswerError, CallResult, ReplyError, Run, Timing
 from compile_course.testing import answer_fn, code, spy, stopwatch
 from course_grader.harness import opaque
 from course_grader.harness.allowlist.extract import extract_function

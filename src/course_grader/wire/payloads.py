@@ -99,7 +99,7 @@ class FunctionSpec:
 
 
 class ArgKind(StrEnum):
-    VALUE = "value"              # data (compile_course.primitives' to_data)
+    VALUE = "value"              # data (compile_course.measurement's to_data)
     CODE = "code"                # an expression of the test's, with the test's own definitions it needs
     SPY = "spy"                  # a setup function, called through a recording stand-in
     STOPWATCH = "stopwatch"      # a setup function, timed through a stand-in

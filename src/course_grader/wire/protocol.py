@@ -278,12 +278,12 @@ def write_all(fd: int, data: bytes) -> None:
 
 # --- tensors ---------------------------------------------------------------------------------
 
-# The codec is compile_course.primitives' (the test API's): one set of rules for every tensor on the wire.
+# The codec is compile_course.measurement.codec (the test API's): one set of rules for every tensor on the wire.
 
 def encode_tensor(tensor) -> dict:
     """A tensor as JSON data: its dtype name, shape and base64 raw bytes (contiguous, CPU)."""
-    from compile_course.primitives import ReplyError
-    from compile_course.primitives import encode_tensor as encode
+    from compile_course.measurement.codec import ReplyError
+    from compile_course.measurement.codec import encode_tensor as encode
 
     try:
         return encode(tensor)
@@ -293,8 +293,8 @@ def encode_tensor(tensor) -> dict:
 
 def decode_tensor(data: Any):
     """The tensor ``data`` describes; ProtocolError unless dtype, shape and byte count agree."""
-    from compile_course.primitives import ReplyError
-    from compile_course.primitives import decode_tensor as decode
+    from compile_course.measurement.codec import ReplyError
+    from compile_course.measurement.codec import decode_tensor as decode
 
     try:
         return decode(data)

@@ -11,8 +11,8 @@ import copy
 import pytest
 import torch
 
-from compile_course import primitives
-from compile_course.primitives import AnswerError, CallResult, ReplyError, Run
+from compile_course import measurement
+from compile_course.measurement import AnswerError, CallResult, ReplyError, Run
 from course_grader.harness import child
 from course_grader.verdict import testcells
 from course_grader.verdict.context import GradeContext
@@ -43,9 +43,9 @@ def test_a_claimed_single_graph_that_does_not_give_the_reported_output_fails(exe
         reply = child.serve(payload)
         for run in reply.get("runs", []):
             for call in run["calls"]:   # the claimed output is not what the captured graph computes
-                value = primitives.from_data(call["value"])
+                value = measurement.from_data(call["value"])
                 if isinstance(value, torch.Tensor):
-                    call["value"] = primitives.to_data(value + 1)
+                    call["value"] = measurement.to_data(value + 1)
         return reply
     student = testcells.RemoteNamespace(context(exercises, forged), student=True)
     with pytest.raises(ReplyError, match="re-running its captured graph does not give the output"):
