@@ -105,7 +105,8 @@ def run(label: str, subs: Path, out: Path, store: Path, address: str | None = No
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--copies", type=int, default=4)
     p.add_argument("--kinds", nargs="+", default=["correct", "unanswered", "partial"])
     p.add_argument("--exercises", nargs="+", default=["ex01", "ex02", "ex03", "ex04", "ex06"])

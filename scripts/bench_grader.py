@@ -52,7 +52,8 @@ def bare_kernel_seconds(n: int = 3) -> list[float]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     p.add_argument("--kinds", nargs="+", default=["correct", "unanswered", "partial"])
     args = p.parse_args(argv)

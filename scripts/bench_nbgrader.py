@@ -247,7 +247,8 @@ def bench_ours(samples, workers: int, work: Path, store: Path, label: str):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--kinds", nargs="+", default=["correct", "unanswered", "partial"])
     p.add_argument("--copies", type=int, default=1,
                    help="students per sample (a larger class: the first run's warm-up weighs less)")

@@ -62,7 +62,8 @@ def _one_run() -> list[tuple[str, float, bool]]:
 def main() -> None:
     import torch
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--hogs", type=int, default=2)
     args = p.parse_args()

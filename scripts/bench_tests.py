@@ -118,7 +118,8 @@ def table(rows: list[tuple[str, ...]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--only", metavar="PATTERN",
                         help="time only notebooks whose path contains PATTERN; skips the full run")
     parser.add_argument("--full", action="store_true", help="with --only, also time the full test command")

@@ -69,7 +69,8 @@ def one_run(command: list[str], hogs: int, log: Path | None) -> tuple[bool, floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--hogs", type=int, nargs="+", default=[0, 2, 4],
                         help="numbers of CPU hogs to try (default 0 2 4)")
     parser.add_argument("--runs", type=int, default=3, help="runs for each number of hogs (default 3)")

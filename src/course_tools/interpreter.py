@@ -1,6 +1,6 @@
 """Which Python the course sets up on, checked before pip starts.
 
-The Makefile runs this file by path (``$(PYTHON) src/compile_course/interpreter.py --venv .venv``)
+The Makefile runs this file by path (``$(PYTHON) src/course_tools/interpreter.py --venv .venv``)
 with the interpreter it is about to build the venv from, before anything is installed, so it uses
 the standard library only and imports nothing of the course. It refuses, naming what is missing
 and how to get it, when
@@ -131,6 +131,9 @@ def check(venv):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="interpreter.py", description=__doc__.splitlines()[0])
+    # no abbreviated flags (--desc is not --describe); set as an attribute, not a keyword, which argparse
+    # before 3.5 would refuse before an interpreter that old is told it is out
+    parser.allow_abbrev = False
     parser.add_argument("--venv", default=".venv", help="the venv the set-up would build or reuse")
     parser.add_argument("--describe", action="store_true", help="print this interpreter's identity and exit")
     args = parser.parse_args(argv)

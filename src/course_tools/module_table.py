@@ -53,7 +53,8 @@ def page_with_table(text: str, generated: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_tools.module_table", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m course_tools.module_table", description=__doc__.splitlines()[0],
+                                     allow_abbrev=False)
     parser.add_argument("--write", action="store_true", help=f"rewrite the table in {PAGE.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     generated = table()

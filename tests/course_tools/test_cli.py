@@ -207,6 +207,63 @@ def test_no_command_takes_an_abbreviated_flag(argv, prefix, capsys):
     assert f"unrecognized arguments: {prefix}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("module, argv, prefix", [
+    ("course_tools.interpreter", ["--desc"], "--desc"),          # the set-up's check, run by path by make
+    ("course_tools.module_table", ["--wri"], "--wri"),           # would rewrite docs/grader-design.md
+])
+def test_no_tool_takes_an_abbreviated_flag(module, argv, prefix, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit) as exc:
+        importlib.import_module(module).main(argv)
+    assert exc.value.code == 2
+    assert f"unrecognized arguments: {prefix}" in capsys.readouterr().err
+
+
+def parsers_taking_abbreviations(path: Path) -> list[int]:
+    """Lines of ``path`` that make an ``argparse.ArgumentParser`` without ``allow_abbrev=False``: as a keyword,
+    or set on the parser in the function that makes it (``parser.allow_abbrev = False``)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+    def enclosing(node, kinds):
+        while node in parent and not isinstance(node, kinds):
+            node = parent[node]
+        return node
+
+    def refused_in(scope, name: str) -> bool:
+        return any(isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == "allow_abbrev" and isinstance(t.value, ast.Name)
+            and t.value.id == name for t in n.targets) and isinstance(n.value, ast.Constant) and n.value.value is False
+            for n in ast.walk(scope))
+
+    lines = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", None))
+                == "ArgumentParser"):
+            continue
+        if any(k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant) and k.value.value is False
+               for k in call.keywords):
+            continue
+        statement = enclosing(call, ast.stmt)
+        scope = enclosing(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))
+        named = [t.id for t in getattr(statement, "targets", []) if isinstance(t, ast.Name)]
+        if not any(refused_in(scope, name) for name in named):
+            lines.append(call.lineno)
+    return lines
+
+
+def test_every_argument_parser_refuses_abbreviated_flags():
+    """A prefix of a flag (``--desc`` for ``--describe``, ``--unconfine`` for ``--unconfined``) is an error in
+    every command line of the checkout, not only in ``course``'s own subcommands."""
+    paths = sorted((ROOT / "src").rglob("*.py")) + sorted((ROOT / "scripts").glob("*.py"))
+    found = {str(p.relative_to(ROOT)): lines for p in paths
+             if "ArgumentParser" in p.read_text(encoding="utf-8") and (lines := parsers_taking_abbreviations(p))}
+    assert found == {}, f"ArgumentParser without allow_abbrev=False (file: lines): {found}"
+
+
 def test_a_table_in_a_log_keeps_each_row_on_one_line(monkeypatch, capsys):
     """Off a terminal (capsys is a pipe) and without COLUMNS, nothing is folded at 80 columns."""
     from course_tools.cli import print_summary
