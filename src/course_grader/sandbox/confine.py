@@ -16,7 +16,7 @@ A run is three processes, all forked from the template (``template.py``):
 3. the **worker**: sets rlimits, drops to the run's unprivileged uid with
    ``no_new_privs`` (:func:`drop_privileges`) and only then sees student code.
 
-Without root (``confinement == "userns"``), the reaper's ``unshare`` adds a **user
+Without root (``Confinement.USERNS``), the reaper's ``unshare`` adds a **user
 namespace** (``CLONE_NEWUSER``) in which it is root, mapped to the grader's own uid, so it can
 build the same mount table. Three things then stand in for the separate uid a root grader gives
 each run:
@@ -32,7 +32,7 @@ each run:
 * processes are capped by ``RLIMIT_NPROC``, which the kernel counts per user namespace.
 
 Python 3.11 has no ``os.unshare``/``mount``; they are called through ctypes. With
-``confinement == "none"`` (``--unconfined``, only where user namespaces are off) none of
+``Confinement.NONE`` (``--unconfined``, only where user namespaces are off) none of
 the namespaces apply: each step that could not be applied is returned as a notice, and the
 run relies on rlimits and the static checks of the trusted side.
 """
@@ -43,6 +43,9 @@ import ctypes
 import os
 import resource
 import sys
+
+from course_grader.sandbox.notices import Weakening
+from course_grader.status import Confinement
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
 CLONE_NEWUSER = 0x10000000
@@ -157,26 +160,27 @@ def user_namespaces_refusal() -> str | None:
     return None if os.waitstatus_to_exitcode(status) == 0 else USERNS_SETTINGS
 
 
-def unshare_namespaces(confinement: str = "root") -> list[str]:
+def unshare_namespaces(confinement: Confinement = Confinement.ROOT) -> list[str]:
     """New PID (for the children), mount, network and IPC namespaces; notices for what failed.
 
-    ``confinement``: "root" (the grader is root), "userns" (not root: a user namespace first,
-    and any failure raises, since the run must not start half-confined) or "none".
+    ``confinement``: ``ROOT`` (the grader is root), ``USERNS`` (not root: a user namespace first,
+    and any failure raises, since the run must not start half-confined) or ``NONE``.
     The IPC namespace matters because System V shared memory, semaphores and message queues
     outlive the process that made them; in a namespace of its own they end with the run."""
-    if confinement == "userns":
+    if confinement is Confinement.USERNS:
         enter_user_namespace(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC, 0, os.getuid(), os.getgid())
         return []
-    if confinement != "root" or not is_root():
+    if confinement is not Confinement.ROOT or not is_root():
         return ["unconfined: no PID, mount or network namespace; instructor files are hidden only "
                 "by not being imported, and processes are ended by process group"]
     if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) == 0:
         return []
     err = os.strerror(ctypes.get_errno())
     notices = []
-    for flag, name in ((CLONE_NEWNS, "mount"), (CLONE_NEWPID, "PID"), (CLONE_NEWNET, "network"), (CLONE_NEWIPC, "IPC")):
+    for flag, missing in ((CLONE_NEWNS, Weakening.NO_MOUNT_NAMESPACE), (CLONE_NEWPID, Weakening.NO_PID_NAMESPACE),
+                          (CLONE_NEWNET, Weakening.NO_NETWORK_NAMESPACE), (CLONE_NEWIPC, Weakening.NO_IPC_NAMESPACE)):
         if _libc.unshare(flag) != 0:
-            notices.append(f"no {name} namespace ({err})")
+            notices.append(missing.notice(err))
     return notices
 
 
@@ -268,19 +272,19 @@ def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compi
             else:
                 mount("/dev/null", path, None, MS_BIND)
         except (ConfineError, OSError) as exc:
-            notices.append(f"could not hide {path}: {exc}")
+            notices.append(Weakening.NOT_HIDDEN.notice(exc, path))
 
     for folder in PRIVATE_DIRS:
         if os.path.isdir(folder) and not os.path.islink(folder):
             try:
                 mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"{PRIVATE_TMP_SIZE},mode=1777")
             except ConfineError as exc:
-                notices.append(f"could not make {folder} private: {exc}")
+                notices.append(Weakening.NOT_PRIVATE.notice(exc, folder))
     for folder in _outermost(blocked):
         try:
             mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
         except ConfineError as exc:
-            notices.append(f"could not cover {folder}: {exc}")
+            notices.append(Weakening.NOT_COVERED.notice(exc, folder))
     for path, fd in keep_fds.items():
         os.makedirs(path, exist_ok=True)
         mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
@@ -367,12 +371,12 @@ def drop_into_nested_user_namespace(max_processes: int) -> None:
         raise ConfineError(f"capabilities left after dropping them: {left}")
 
 
-def drop_privileges(uid: int, confinement: str = "root", max_processes: int = 0) -> list[str]:
+def drop_privileges(uid: int, confinement: Confinement = Confinement.ROOT, max_processes: int = 0) -> list[str]:
     """Become ``uid`` for good (no supplementary groups, no way back, no setuid gain).
 
     In a user-namespace run, :func:`drop_into_nested_user_namespace` instead."""
     notices = []
-    if confinement == "userns":
+    if confinement is Confinement.USERNS:
         drop_into_nested_user_namespace(max_processes)
     elif uid and is_root():
         os.setgroups([])

@@ -6,7 +6,7 @@ from course_grader.sandbox.policy import harness_dir
 from course_grader.sandbox.run import Run, RunHost, SandboxFault
 from course_grader.status import FaultKind
 from course_grader.wire import protocol
-from course_grader.wire.protocol import Measure, MeasureReply
+from course_grader.wire.protocol import Measure, MeasureReply, RunMode
 
 
 class MeasureSession:
@@ -35,7 +35,7 @@ class MeasureSession:
         limits = self.host.limits
         if self.run is None or self.run.closed or self.run.exit_status is not None:
             self.close()
-            self.run = Run(self.host, "measure", limits.cpu_s_total,
+            self.run = Run(self.host, RunMode.MEASURE, limits.cpu_s_total,
                            reveal={str(harness_dir()): str(self.host.harness_source)})
         self.requests += 1
         try:

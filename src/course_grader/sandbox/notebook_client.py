@@ -7,7 +7,7 @@ import time
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.run import CellResult, Run, RunHost, SandboxFault
 from course_grader.status import CellStatus, FaultKind
-from course_grader.wire.protocol import CellReply, RunCell
+from course_grader.wire.protocol import CellReply, RunCell, RunMode
 
 
 class NotebookKernel:
@@ -21,7 +21,7 @@ class NotebookKernel:
         self.started = time.monotonic()
 
     def __enter__(self) -> NotebookKernel:
-        self.run = Run(self.host, "notebook", self.limits.cpu_s_total, reveal={}, limits=self.limits)
+        self.run = Run(self.host, RunMode.NOTEBOOK, self.limits.cpu_s_total, reveal={}, limits=self.limits)
         return self
 
     def __exit__(self, *exc) -> None:

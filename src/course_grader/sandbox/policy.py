@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from course_grader.sandbox.notices import Weakening
 from course_grader.status import Confinement
 
 
@@ -54,12 +55,6 @@ def harness_dir() -> Path:
     return _checkout() / "src" / "course_grader" / "harness"
 
 
-# Notices of a confined run (root or user namespaces) that mean part of its confinement is
-# missing (a namespace, a hidden folder, a private /tmp). Grading must not go on with them.
-# Unconfined (--unconfined, where user namespaces are off) the whole sandbox is weaker by design.
-WEAKENING = ("no mount namespace", "no PID namespace", "no network namespace", "no IPC namespace",
-             "could not hide", "could not make", "could not cover")
-
 _USERNS_REFUSAL: list[str | None] = []   # the probe's answer, once per process
 
 
@@ -88,8 +83,10 @@ def confinement_refusal(where: str, unconfined: bool) -> str | None:
 
 
 def weakened(notices: list[str], confinement: Confinement = Confinement.ROOT) -> list[str]:
-    """The notices that weaken a confined run (see ``WEAKENING``); none count when unconfined."""
+    """The notices that say part of a confined run's confinement is missing (a ``Weakening``: a namespace,
+    a hidden folder, a private /tmp). Grading must not go on with them. None count when unconfined
+    (--unconfined, where user namespaces are off): the whole sandbox is weaker by design, and says so."""
     if confinement == Confinement.NONE:
         return []
-    return [n for n in notices if n.startswith(WEAKENING)]
+    return [n for n in notices if Weakening.of(n) is not None]
 

@@ -29,7 +29,7 @@ from course_grader.sandbox.treewatch import NPROC_MARGIN
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, Confinement, FaultKind
 from course_grader.wire import protocol
-from course_grader.wire.protocol import Exited, ProtocolError, Ready, Spawn, Started, Stop
+from course_grader.wire.protocol import Exited, ProtocolError, Ready, RunMode, Spawn, Started, Stop
 
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
@@ -91,7 +91,7 @@ class RunHost(Protocol):
 class Run:
     """One sandboxed process tree (reaper, init, worker), watched from the grader."""
 
-    def __init__(self, host: RunHost, mode: str, cpu_s_total: int, reveal: dict[str, str],
+    def __init__(self, host: RunHost, mode: RunMode, cpu_s_total: int, reveal: dict[str, str],
                  limits: Limits | None = None):
         self.host, self.limits = host, limits or host.limits
         self.uid = host.uids.acquire() if host.uids else 0
@@ -117,7 +117,7 @@ class Run:
             self.spawn_nonce = protocol.new_nonce()
             template = host.ensure_template()
             spawn = Spawn(
-                mode=mode, confinement=Confinement(host.confinement).value, uid=self.uid,
+                mode=mode, confinement=Confinement(host.confinement), uid=self.uid,
                 max_processes=self.limits.pids + (NPROC_MARGIN if self.watch_tasks else 0),
                 hide=[str(p) for p in host.hide], cover=[str(p) for p in host.cover], reveal=list(reveal),
                 reveal_from=list(reveal.values()),

@@ -165,7 +165,7 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
     except Exception as exc:
         os.write(2, f"course-grader: sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)
-    if spawn.mode == "notebook":
+    if spawn.mode == protocol.RunMode.NOTEBOOK:
         kernel.serve(chan_fd, spawn.nonce)
     else:
         measure.serve(chan_fd, spawn.nonce)

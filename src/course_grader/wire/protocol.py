@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from course_grader.status import Confinement
+
 MAX_MESSAGE_BYTES = 32 << 20      # one JSON line; a measured reply with tensors fits well inside
 MAX_JSON_DEPTH = 32
 
@@ -50,6 +52,13 @@ class MessageType(StrEnum):
     STOP = "stop"
 
 
+class RunMode(StrEnum):
+    """What a run serves (``Spawn.mode``); the value is what travels on the wire."""
+
+    NOTEBOOK = "notebook"              # a submission's cells, one at a time, in an IPython shell
+    MEASURE = "measure"                # calls of an instructor harness (``course_grader.harness``)
+
+
 def new_nonce() -> str:
     return secrets.token_hex(16)
 
@@ -58,8 +67,8 @@ def new_nonce() -> str:
 class Spawn:
     """Everything a run needs to confine itself; sent with its descriptors attached."""
 
-    mode: str                          # "notebook" or "measure"
-    confinement: str                   # "root", "userns" (not root: user namespaces) or "none" (--unconfined)
+    mode: RunMode
+    confinement: Confinement           # root, userns (not root: user namespaces) or none (--unconfined)
     uid: int                           # 0 means: do not change uid (not root)
     hide: list[str]                    # folders covered by an empty read-only tmpfs
     cover: list[str]                   # folders covered by an empty tmpfs, what the run needs in them bound back
@@ -156,17 +165,24 @@ MESSAGES: dict[str, type] = {cls.type: cls for cls in (
     Spawn, TemplateReady, Started, Exited, Ready, RunCell, CellReply, Measure, MeasureReply, Stop)}
 
 _SCALAR_TYPES = {"str": (str,), "int": (int,), "float": (float, int), "bool": (bool,), "dict": (dict,),
-                 "list[str]": (list,), "str | None": (str, type(None)), "dict | None": (dict, type(None))}
+                 "list[str]": (list,), "str | None": (str, type(None)), "dict | None": (dict, type(None)),
+                 "RunMode": (str,), "Confinement": (str,)}
+_ENUMS: dict[str, type[StrEnum]] = {"RunMode": RunMode, "Confinement": Confinement}   # sent as their values
 
 
 def encode(message) -> bytes:
     """One message as a JSON line."""
-    data = dataclasses.asdict(message)
+    data = dataclasses.asdict(message, dict_factory=_plain)
     check_json(data)
     line = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode() + b"\n"
     if len(line) > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message of {len(line)} bytes exceeds {MAX_MESSAGE_BYTES}")
     return line
+
+
+def _plain(fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A message's fields as JSON values: an enum member becomes its value."""
+    return {name: value.value if isinstance(value, StrEnum) else value for name, value in fields}
 
 
 def decode(line: bytes, expect: type, nonce: str | None = None):
@@ -193,6 +209,12 @@ def decode(line: bytes, expect: type, nonce: str | None = None):
     check_json(data)
     if nonce is not None and data["nonce"] != nonce:
         raise ProtocolError(f"{expect.type!s}: the reply does not echo the request's nonce")
+    for name, f in names.items():
+        if f.type in _ENUMS:
+            try:
+                data[name] = _ENUMS[f.type](data[name])
+            except ValueError:
+                raise ProtocolError(f"{expect.type!s}.{name}: {data[name][:40]!r} is not a {f.type}") from None
     return expect(**data)
 
 

@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from course_grader.sandbox import Limits
+from course_grader.status import Confinement
 
 PROBES = Path(__file__).parent / "files" / "probe_harness"
 
 
 
-def _confinement() -> str:
+def _confinement() -> Confinement:
     from course_grader.sandbox.policy import confinement_mode
 
     return confinement_mode()
@@ -20,7 +21,7 @@ def _confinement() -> str:
 
 # Root confines a run under a leased uid; an ordinary user, in user namespaces (docs/sandbox.md).
 # Tests marked so run both ways: tests/e2e/test_as_ordinary_user.py runs them as a created user.
-needs_confinement = pytest.mark.skipif(_confinement() == "none",
+needs_confinement = pytest.mark.skipif(_confinement() is Confinement.NONE,
                                        reason="not root, and user namespaces are off: runs cannot be confined")
 
 
@@ -28,7 +29,7 @@ def run_uids(host) -> set[int]:
     """The uids a run's own processes report: a leased one under root, the nested namespace's otherwise."""
     from course_grader.sandbox.confine import SANDBOX_UID
 
-    return set(host.uid_block) if host.confinement == "root" else {SANDBOX_UID}
+    return set(host.uid_block) if host.confinement is Confinement.ROOT else {SANDBOX_UID}
 
 
 def runs_alive(host) -> list[int]:
@@ -39,7 +40,7 @@ def runs_alive(host) -> list[int]:
     from course_grader.sandbox.proctree import tree_pids
 
     def alive() -> list[int]:
-        if host.confinement == "root":
+        if host.confinement is Confinement.ROOT:
             return uids_alive(host.uid_block)
         return [pid for pid in tree_pids(host.template.proc.pid) if pid != host.template.proc.pid]
 

@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 from course_grader.sandbox import confine
+from course_grader.status import Confinement
 
 from sandbox_probes import _confinement, needs_confinement
 
@@ -18,7 +19,7 @@ MODE = _confinement()
 def mounts(hide, reveal, keep):
     """``build_mounts`` as a run of this mode calls it: a leased uid under root; in user namespaces
     the namespace's root (the grader outside) over a read-only tree."""
-    userns = MODE == "userns"
+    userns = MODE is Confinement.USERNS
     return confine.build_mounts(hide, reveal, keep, "", False, 0 if userns else 2_000_999, read_only=userns)
 
 

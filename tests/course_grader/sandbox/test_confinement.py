@@ -15,7 +15,7 @@ import pytest
 
 from course_grader.sandbox import GradingHost
 from course_grader.sandbox.policy import git_dirs
-from course_grader.status import CellStatus
+from course_grader.status import CellStatus, Confinement
 
 from sandbox_probes import needs_confinement, processes_with, run_uids, runs_alive, small_limits
 
@@ -191,7 +191,7 @@ def test_without_cgroups_rlimits_still_end_a_cpu_loop(monkeypatch):
     with GradingHost(hide=[], limits=small_limits()) as degraded:
         # as root, the patched plan; an ordinary user never has a cgroup here, and the notice says what replaces it
         assert "no writable cgroup (test)" in degraded.notices or (
-            degraded.confinement == "userns" and "RLIMIT_CPU" in " ".join(degraded.notices))
+            degraded.confinement is Confinement.USERNS and "RLIMIT_CPU" in " ".join(degraded.notices))
         with degraded.notebook_kernel() as kernel:
             assert kernel.run_cell("print(1)").output == "1\n"
             result = kernel.run_cell("while True: pass", "loop")
@@ -270,10 +270,10 @@ def test_an_unconfined_run_leaves_no_folder_in_tmp(monkeypatch):
 
     from course_grader.sandbox import host as host_module
 
-    monkeypatch.setattr(host_module, "confinement_mode", lambda unconfined=False: "none")
+    monkeypatch.setattr(host_module, "confinement_mode", lambda unconfined=False: Confinement.NONE)
     before = set(glob.glob("/tmp/course-grader-run-*"))
     with GradingHost(hide=[], limits=small_limits()) as unconfined:
-        assert unconfined.confinement == "none" and any("unconfined" in n for n in unconfined.notices)
+        assert unconfined.confinement is Confinement.NONE and any("unconfined" in n for n in unconfined.notices)
         with unconfined.notebook_kernel() as kernel:
             cwd = kernel.run_cell("import os; open('scratch', 'w').write('x'); print(os.getcwd())").output.strip()
     assert cwd.startswith("/tmp/course-grader-run-")

@@ -6,8 +6,9 @@ import os
 import pytest
 import torch
 
+from course_grader.status import Confinement
 from course_grader.wire import protocol
-from course_grader.wire.protocol import CellReply, LineReader, ProtocolError, RunCell
+from course_grader.wire.protocol import CellReply, LineReader, ProtocolError, RunCell, RunMode, Spawn
 
 
 def test_message_round_trip_and_nonce():
@@ -99,11 +100,44 @@ def test_line_reader_splits_lines_and_sees_eof():
     os.close(r)
 
 
-def test_notices_that_weaken_confinement_are_told_apart(monkeypatch):
+def test_notices_that_weaken_confinement_are_told_apart():
     from course_grader.sandbox import policy
+    from course_grader.sandbox.notices import Weakening
+    from course_grader.status import Confinement
 
-    notices = ["no mount namespace (Operation not permitted)", "could not hide /srv/solutions: EPERM",
-               "compile cache not shared (EINVAL): this run compiles cold", "could not make /tmp private: EPERM"]
-    for confined in ("root", "userns"):   # confined runs, as root or in user namespaces, fail closed
+    notices = [Weakening.NO_MOUNT_NAMESPACE.notice("Operation not permitted"),
+               Weakening.NOT_HIDDEN.notice("EPERM", "/srv/solutions"),
+               "compile cache not shared (EINVAL): this run compiles cold",
+               Weakening.NOT_PRIVATE.notice("EPERM", "/tmp")]
+    assert notices[0] == "no mount namespace (Operation not permitted)"          # the words the run reports
+    assert notices[3] == "could not make /tmp private: EPERM"
+    assert [Weakening.of(n) for n in notices] == [Weakening.NO_MOUNT_NAMESPACE, Weakening.NOT_HIDDEN, None,
+                                                  Weakening.NOT_PRIVATE]
+    for confined in (Confinement.ROOT, Confinement.USERNS):   # confined runs, root or user namespaces: fail closed
         assert policy.weakened(notices, confined) == [notices[0], notices[1], notices[3]]
-    assert policy.weakened(notices, "none") == []     # --unconfined: weaker by design, and said so
+    assert policy.weakened(notices, Confinement.NONE) == []     # --unconfined: weaker by design, and said so
+
+
+def test_every_weakening_reads_back_from_its_own_notice():
+    from course_grader.sandbox.notices import Weakening
+
+    for weakening in Weakening:
+        assert Weakening.of(weakening.notice("EPERM", "/some/path")) is weakening
+
+
+def spawn(**changes) -> Spawn:
+    fields = dict(mode=RunMode.MEASURE, confinement=Confinement.USERNS, uid=0, hide=["/srv/solutions"], cover=[],
+                  reveal=[], reveal_from=[], cgroups=[], compile_cache="", cache_writable=False, memory_bytes=0,
+                  cpu_s_total=10, file_bytes=1, open_files=64, threads=1, max_processes=8, nonce="n")
+    return Spawn(**{**fields, **changes})
+
+
+def test_a_spawns_mode_and_confinement_travel_as_their_values_and_come_back_as_types():
+    line = protocol.encode(spawn())
+    assert b'"mode":"measure"' in line and b'"confinement":"userns"' in line
+    back = protocol.decode(line.rstrip(), Spawn)
+    assert back == spawn() and back.mode is RunMode.MEASURE and back.confinement is Confinement.USERNS
+    with pytest.raises(ProtocolError, match="mode.*not a RunMode"):
+        protocol.decode(line.replace(b'"measure"', b'"shell"').rstrip(), Spawn)
+    with pytest.raises(ProtocolError, match="confinement.*not a Confinement"):
+        protocol.decode(line.replace(b'"userns"', b'"half"').rstrip(), Spawn)
