@@ -4,12 +4,16 @@ A timing exercise hands the student's routine ``stopwatch("fused")`` instead of 
 of the stand-in, eager or through ``torch.compile(stand_in, ...)``, is recorded by the course's code
 around the real call: its start and end on ``time.perf_counter`` (seconds from the stopwatch's
 creation), its arguments (as ``measurement.spy.describe_arg``), and for a compiled call the graphs Dynamo
-compiled and inductor's FX graph cache hits and misses during it. Every ``torch.compile`` call of the
+compiled and inductor's FX graph cache hits and misses during it, and ``torch.get_num_threads()`` (read
+before the clock starts and after it stops; 0 when the two differ). Every ``torch.compile`` call of the
 stand-in is recorded with its options (backend, fullgraph, dynamic, mode).
 
 A figure the routine reports for call ``i`` was measured around that call, so it lies between the
 call's own duration and the gap between the calls before and after it: :func:`unmeasured` says where
 a report's figures do not, and never prints the recorded times (what the grader saw is not a hint).
+Figures compare only when their calls had the same CPU to run on: a report whose calls ran under
+different thread counts (``torch.set_num_threads(1)`` around eager, 2 around compiled: a speedup the
+compiler did not earn) is refused too.
 
 The records sit in closures: the stand-in and the compiled functions it hands out are plain
 functions with no attribute leading to them. ``torch.compile`` is replaced only while
@@ -33,6 +37,7 @@ MIN_STEADY_CALLS = 5       # a "fastest steady call" out of fewer calls is not a
 # preemption inside them now and then. Measured with two CPU hogs on the 2-core machine
 # (scripts/bench_stopwatch.py): worst honest ratio 1.21 (median 1.03) in 30 figures; the factor leaves room above it.
 FASTEST_FACTOR = 3.0
+CHANGED_DURING_CALL = 0    # a call's "threads" when the thread count was changed while it ran
 
 
 class Stopwatch:
@@ -49,16 +54,19 @@ class Stopwatch:
 
         def record(kind: str, index: int | None, args, kwargs, run):
             before = compile_stats()
+            threads = torch.get_num_threads()   # outside the timed span, as the counters are
             start = time.perf_counter()
             try:
                 return run()
             finally:
                 end = time.perf_counter()
                 after = compile_stats()
+                if torch.get_num_threads() != threads:
+                    threads = CHANGED_DURING_CALL
                 if len(calls) < MAX_CALLS:
                     calls.append({"kind": kind, "compile": index, "start": start - epoch, "end": end - epoch,
                                   "args": [describe_arg(a) for a in args[:8]], "keywords": len(kwargs),
-                                  **{k: max(0, after[k] - before[k]) for k in after}})
+                                  "threads": threads, **{k: max(0, after[k] - before[k]) for k in after}})
 
         def stand_in(*args, **kwargs):
             return record("eager", None, args, kwargs, lambda: fn(*args, **kwargs))
@@ -155,13 +163,16 @@ def unmeasured(report: dict, timeline: dict, expected_args: list | None = None,
     """Why the report's four figures (``eager_first_s`` ... ``compiled_fastest_s``) were not measured in the
     calls the stopwatch saw; ``[]`` when they were. The messages name the student's own figures only.
 
-    * every call was made on the arguments the routine was given (``expected_args``, as ``describe_arg``);
+    * every call was made on the arguments the routine was given (``expected_args``, as ``describe_arg``),
+      and with the same torch thread count (:func:`unequal_threads`);
     * eager figures: the first eager call, and the fastest of at least ``MIN_STEADY_CALLS`` after it;
     * compiled figures: the calls of the functions ``torch.compile`` handed out, the first of which must
       have compiled (Dynamo made a graph during it), likewise.
     """
     calls = timeline["calls"]
     problems = []
+    if why := unequal_threads(calls):
+        problems.append(why)
     if expected_args is not None:
         if any(c["args"] != expected_args or c["keywords"] for c in calls):
             problems.append("the function you were given was called on other inputs than the ones you were given: "
@@ -190,6 +201,17 @@ def unmeasured(report: dict, timeline: dict, expected_args: list | None = None,
         if why:
             problems.append(why)
     return problems
+
+
+def unequal_threads(calls: list[dict]) -> str | None:
+    """Why the calls' figures are no comparison (they ran with different torch thread counts), or None."""
+    counts = sorted({c["threads"] for c in calls})
+    if len(counts) < 2 and CHANGED_DURING_CALL not in counts:
+        return None
+    shown = " and ".join("a count changed during the call" if n == CHANGED_DURING_CALL else str(n) for n in counts)
+    return (f"the calls of the function you were given ran with different torch thread counts ({shown}; "
+            "torch.set_num_threads): figures taken under different thread counts are not a comparison; time "
+            "every call with the threads the run was given")
 
 
 def compiled_with(timeline: dict) -> dict | None:

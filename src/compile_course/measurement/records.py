@@ -91,7 +91,8 @@ COMPILE_STATS = {"graphs": ("stats", "unique_graphs"), "fxgraph_hit": ("inductor
 # a stopwatch timeline (compile_course.stopwatch): its bounds and record keys, read back by read_timeline
 MAX_CALLS = 2000
 MAX_COMPILES = 20
-CALL_KEYS = {"kind", "compile", "start", "end", "args", "keywords", "graphs", "fxgraph_hit", "fxgraph_miss"}
+CALL_KEYS = {"kind", "compile", "start", "end", "args", "keywords", "graphs", "fxgraph_hit", "fxgraph_miss",
+             "threads"}
 COMPILE_KEYS = {"backend", "fullgraph", "dynamic", "mode"}
 
 
@@ -116,7 +117,7 @@ def read_timeline(data: Any) -> dict:
                 or not seconds(c["start"]) or not seconds(c["end"]) \
                 or not last <= c["start"] <= c["end"] <= data["end"] \
                 or not all(type(c[k]) is int and 0 <= c[k] < 10**6 for k in ("keywords", "graphs", "fxgraph_hit",
-                                                                          "fxgraph_miss")) \
+                                                                          "fxgraph_miss", "threads")) \
                 or (c["kind"] == "eager") != (c["compile"] is None) \
                 or c["compile"] is not None and not (type(c["compile"]) is int and 0 <= c["compile"] < len(compiles)) \
                 or type(c["args"]) is not list or len(c["args"]) > 8:

@@ -90,7 +90,7 @@ def test_a_timing_round_trips_and_is_bounded():
 
 def timeline(**call):
     base = {"kind": "compiled", "compile": 0, "start": 0.1, "end": 0.2, "args": [], "keywords": 0,
-            "graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 1}
+            "graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 1, "threads": 1}
     return {"calls": [{**base, **call}],
             "compiles": [{"backend": "inductor", "fullgraph": False, "dynamic": None, "mode": None}], "end": 1.0}
 
@@ -100,7 +100,7 @@ def test_a_timeline_is_read_back_as_plain_dicts():
 
 
 @pytest.mark.parametrize("call", [{"start": 0.3}, {"end": 2.0}, {"kind": "eager"}, {"compile": 1},
-                                  {"graphs": -1}, {"args": [2 ** 64]}])
+                                  {"graphs": -1}, {"args": [2 ** 64]}, {"threads": 1.5}])
 def test_a_timeline_out_of_order_or_out_of_range_is_refused(call):
     with pytest.raises(ReplyError):
         read_timeline(timeline(**call))

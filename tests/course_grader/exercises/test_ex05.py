@@ -181,3 +181,16 @@ def test_no_message_shows_the_grader_s_figures(grade_with, model):
     verdicts = grade_with("ex05", edited(model, STEADY, STEADY + "    compiled_fastest = compiled_fastest / 10\n"))
     for verdict in verdicts.values():
         assert "grader" not in verdict.message and " took " not in verdict.message, verdict.message
+
+
+def test_eager_timed_on_fewer_threads_than_compiled_gets_the_boundary_only(grade_with, model):
+    # the hostile corpus's adv-starved-eager: every figure measured around its call, but eager on one thread
+    # and compiled on two, a speedup the compiler did not earn; v3 had no thread count to compare
+    eager = "    eager_first = timed(fn)\n"
+    starved = edited(model, eager, "    torch.set_num_threads(1)\n" + eager)["ex05-answer"]
+    starved = starved.replace("    torch._dynamo.reset()", "    torch.set_num_threads(2)\n    torch._dynamo.reset()", 1)
+    verdicts = grade_with("ex05", {"ex05-answer": starved})
+    assert failing(verdicts) == {"ex05-test-timing", "ex05-test-cache-speedup"}, \
+        {k: v.message for k, v in verdicts.items()}
+    assert "different torch thread counts (1 and 2" in verdicts["ex05-test-timing"].message
+    assert "thread counts" in verdicts["ex05-test-cache-speedup"].message
