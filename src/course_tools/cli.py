@@ -228,7 +228,7 @@ def _dispatch(argv: list[str]) -> int:
         if "--student" not in argv and in_hub_session():   # on the class's hub: hand in through its exchange
             from course_exchange.cli import submit_main as hub_submit_main
             return hub_submit_main(argv[1:])
-        from course_grader.ui.check import submit_main
+        from course_grader.ui.submit import submit_main
         return submit_main(argv[1:])
     if argv[:1] and argv[0] in ("collect", "return", "feedback", "handins", "deadlines"):
         from course_exchange.cli import COMMANDS

@@ -1,4 +1,4 @@
-"""``course check`` and ``course submit`` (course_grader.ui.check): what a student sees before hand-in
+"""``course check`` and ``course submit`` (course_grader.ui.check, ui.submit): what a student sees before hand-in
 is what ``course grade`` says, and the hand-in file is the one ``course grade`` finds.
 
 One test grades a few bundled samples for real (``grade_class``, the real sandbox and verdicts)
@@ -23,6 +23,7 @@ from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.samples import make_samples
 from course_grader.ui import check as student
+from course_grader.ui import submit
 from course_tools.cli import main as course_main
 
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
@@ -164,11 +165,11 @@ def test_submit_writes_the_file_the_grader_finds(tmp_path, capsys, exercises, gr
     assert attempt.auto_score == exercises["ex02"].auto_points
 
     # the same file again: nothing changes; a changed file: replaced, and said so, with warnings
-    assert student.submit_main([str(source), "--student", "ada.L-1_x", "--out", str(handin)]) == 0
+    assert submit.submit_main([str(source), "--student", "ada.L-1_x", "--out", str(handin)]) == 0
     assert "already handed in, unchanged" in capsys.readouterr().out
     write(student_notebook(exercises["ex02"]), source)
     before = snapshot(source)
-    assert student.submit_main([str(source), "--student", "ada.L-1_x", "--out", str(handin)]) == 0
+    assert submit.submit_main([str(source), "--student", "ada.L-1_x", "--out", str(handin)]) == 0
     out = capsys.readouterr().out
     assert "replaced your earlier hand-in" in out
     assert "warning: ex02-breaks: not answered" in out and f"course check {source}" in out
@@ -180,7 +181,7 @@ def test_submit_writes_the_file_the_grader_finds(tmp_path, capsys, exercises, gr
 def test_submit_refuses_a_bad_student_id(sid, tmp_path, capsys, exercises):
     source = write(answered_notebook(exercises["ex02"]), tmp_path / "ex02_diagnose.ipynb")
     before = snapshot(source)
-    assert student.submit_main([str(source), f"--student={sid}", "--out", str(tmp_path / "handin")]) == 2
+    assert submit.submit_main([str(source), f"--student={sid}", "--out", str(tmp_path / "handin")]) == 2
     err = capsys.readouterr().err
     assert "is not allowed" in err
     assert STUDENT_ID_RULE in err or "'__'" in err
@@ -200,7 +201,7 @@ def test_submit_refuses_what_the_grader_rejects(sample, code, why, samples, tmp_
     shutil.copy(src / f"{sample}__ex01_capture_boundary.ipynb", source)
     before = snapshot(source)
     handin = tmp_path / "handin"
-    assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == code
+    assert submit.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == code
     assert why in capsys.readouterr().out
     assert snapshot(source) == before
     written = sorted(p.name for p in handin.iterdir()) if handin.exists() else []
@@ -210,11 +211,11 @@ def test_submit_refuses_what_the_grader_rejects(sample, code, why, samples, tmp_
 def test_submit_names_the_exercise_from_the_file_name(tmp_path, capsys, exercises):
     """Any exNN_* name is handed in under the exercise's own name; an unknown exercise is a usage error."""
     source = write(answered_notebook(exercises["ex03"]), tmp_path / "ex03_my_copy.ipynb")
-    assert student.submit_main([str(source), "--student", "bo", "--out", str(tmp_path / "h")]) == 0
+    assert submit.submit_main([str(source), "--student", "bo", "--out", str(tmp_path / "h")]) == 0
     assert (tmp_path / "h" / "bo__ex03_predict_recompiles.ipynb").read_bytes() == source.read_bytes()
     capsys.readouterr()
     other = write(answered_notebook(exercises["ex03"]), tmp_path / "ex42_nothing.ipynb")
-    assert student.submit_main([str(other), "--student", "bo", "--out", str(tmp_path / "h")]) == 2
+    assert submit.submit_main([str(other), "--student", "bo", "--out", str(tmp_path / "h")]) == 2
     assert "no exercise ex42" in capsys.readouterr().err
     assert os.listdir(tmp_path / "h") == ["bo__ex03_predict_recompiles.ipynb"]
 
@@ -222,23 +223,23 @@ def test_submit_names_the_exercise_from_the_file_name(tmp_path, capsys, exercise
 def test_submit_says_when_it_cannot_write_the_handin_folder(tmp_path, capsys, exercises):
     source = write(answered_notebook(exercises["ex02"]), tmp_path / "ex02_diagnose.ipynb")
     (tmp_path / "a-file").write_text("x")
-    assert student.submit_main([str(source), "--student", "ada", "--out", str(tmp_path / "a-file" / "h")]) == 2
+    assert submit.submit_main([str(source), "--student", "ada", "--out", str(tmp_path / "a-file" / "h")]) == 2
     assert "cannot write the hand-in folder" in capsys.readouterr().err
 
 
 def test_submit_hands_in_beside_the_workspace_when_the_course_folder_is_not_writable(tmp_path, monkeypatch):
-    monkeypatch.setattr(student, "HANDIN", tmp_path / "course" / "handin")
-    monkeypatch.setattr(student, "ROOT", tmp_path / "course")
+    monkeypatch.setattr(submit, "HANDIN", tmp_path / "course" / "handin")
+    monkeypatch.setattr(submit, "ROOT", tmp_path / "course")
     (tmp_path / "course").mkdir()
-    assert student.default_handin() == tmp_path / "course" / "handin"
+    assert submit.default_handin() == tmp_path / "course" / "handin"
     monkeypatch.setenv("COURSE_WORKSPACE", str(tmp_path / "ws"))
-    monkeypatch.setattr(student.os, "access", lambda path, mode: False)   # as a student in root's checkout
-    assert student.default_handin() == (tmp_path / "ws").resolve() / "handin"
+    monkeypatch.setattr(submit.os, "access", lambda path, mode: False)   # as a student in root's checkout
+    assert submit.default_handin() == (tmp_path / "ws").resolve() / "handin"
 
 
 def test_submit_suggests_an_ascii_id(tmp_path, capsys, exercises):
     source = write(answered_notebook(exercises["ex02"]), tmp_path / "ex02_diagnose.ipynb")
-    assert student.submit_main([str(source), "--student=José-Ñúñez", "--out", str(tmp_path / "handin")]) == 2
+    assert submit.submit_main([str(source), "--student=José-Ñúñez", "--out", str(tmp_path / "handin")]) == 2
     err = capsys.readouterr().err
     assert "use an ASCII id such as 'Jose-Nunez'" in err and STUDENT_ID_RULE in err
     assert not (tmp_path / "handin").exists()
@@ -254,7 +255,7 @@ def test_submit_says_when_the_notebook_is_open_in_jupyterlab(tmp_path, tmp_path_
     handin = tmp_path / "handin"
     state = tmp_path_factory.mktemp("jupyter-state")
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(state / "runtime"))   # where submit looks for servers
-    assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
+    assert submit.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
     first = capsys.readouterr().out
     assert "as saved on disk at" in first and "is open in the Jupyter server" not in first
     assert "course submit cannot see changes that are not saved" in first   # plainly, with no server either
@@ -262,7 +263,7 @@ def test_submit_says_when_the_notebook_is_open_in_jupyterlab(tmp_path, tmp_path_
     with jupyter_server(tmp_path / "work", state) as server:
         server.api("POST", "/api/sessions", json={"path": "exercises/ex02_diagnose.ipynb", "type": "notebook",
                                                   "name": "ex02_diagnose.ipynb", "kernel": {"name": "python3"}})
-        assert student.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
+        assert submit.submit_main([str(source), "--student", "ada", "--out", str(handin)]) == 0
         out = capsys.readouterr().out
     assert f"is open in the Jupyter server at {server.url}" in out and "not handed in" in out, out
     assert "course submit cannot see changes that are not saved" in out and "no copy to compare" in out, out
