@@ -28,12 +28,13 @@ import sys
 
 import torch
 
-from compile_course import measurement as measure
+from compile_course import primitives as measure
 from compile_course.stopwatch import Stopwatch, hooked
 from course_grader.wire.payloads import Arg, ArgKind, Op, ReplayAnswerRequest, ReplayRequest, ServeReply, ServeRequest
 
 from .allowlist.extract import TEST_DEFINITION_BUILTINS, load_checked, measured_namespace
 from .allowlist.rules import for_cell
+from .denied import REPLAY_DENIED
 from .opaque import INPUT_SPEC, AnswerCode, node_kind
 
 
@@ -210,17 +211,13 @@ def _serve(payload: dict) -> dict:
 
 ROOTS = {"torch": torch, "operator": operator, "_operator": operator, "math": math}
 QUALIFIED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,8}")
-# parts of torch that touch files, load code, start processes or take callables: never in a replayed graph
-DENIED = re.compile(r"(^|\.)(hub|load|save|serialization|package|cpp_extension|load_library|multiprocessing|"
-                    r"distributed|utils|cuda|_dynamo|compile|jit|fx|export|library|autograd|set_|manual_seed|"
-                    r"_C\._set|classes|ops\.higher_order|profiler|backends|_logging|testing|random)(\.|$)")
 
 
 def resolve(qualified: str):
     """The function a graph node's qualified target names, walking attributes from an allowed root; None
-    if it is not one a replay runs. The grader validates a graph with it (``graphcheck``); the replay
-    resolves with it again."""
-    if not QUALIFIED.fullmatch(qualified) or DENIED.search(qualified) or "__" in qualified:
+    if it is not one a replay runs (among them every target naming a part of torch in ``harness.denied``).
+    The grader validates a graph with it (``graphcheck``); the replay resolves with it again."""
+    if not QUALIFIED.fullmatch(qualified) or REPLAY_DENIED.search(qualified) or "__" in qualified:
         return None
     root, *rest = qualified.split(".")
     obj = ROOTS.get(root)

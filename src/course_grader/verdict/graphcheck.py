@@ -16,14 +16,17 @@ from typing import Any
 
 import torch
 
-from compile_course import measurement as measure
-from compile_course.measurement import CallResult, ReplyError
+from compile_course import primitives as measure
+from compile_course.primitives import CallResult, ReplyError
 from course_grader.harness import opaque
 from course_grader.harness.child import resolve
 
 MAX_NODES = 2_000
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
 SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
+# Tensor methods a ``call_method`` node may not call: hooks, in-place storage changes, leaving the CPU, reading
+# values out to Python. Names of methods, whatever the tensor; the parts of torch a ``call_function`` node
+# may not name are another list, ``harness.denied`` (read by ``child.resolve``).
 DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook", "apply_", "map_", "map2_",
                             "backward", "retain_grad", "share_memory_", "pin_memory", "cuda", "to_sparse",
                             "untyped_storage", "storage", "set_", "resize_", "data_ptr", "tolist", "numpy",

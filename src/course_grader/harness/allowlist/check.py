@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 
+from ..denied import measured_denial
 from .rules import (
     ALLOWED_NODES,
-    DENIED_PATHS,
     FORBIDDEN_ATTRIBUTES,
     FORBIDDEN_NAMES,
     FRAME_ATTRIBUTES,
@@ -180,7 +180,7 @@ def resolve_chain(root_path: str, attrs: list[str], allowed: AllowList, dotted: 
     path = root_path
     for attr in attrs:
         path = f"{path}.{attr}"
-        if any(path == d or path.startswith(d + ".") for d in DENIED_PATHS) \
+        if measured_denial(path) is not None \
                 and not any(path == d or d.startswith(path + ".") for d in dotted):
             # a denied part is reachable only along a path the cell lists exactly (torch.library.custom_op
             # opens torch.library for that one name, never torch.library.Library or anything below it)

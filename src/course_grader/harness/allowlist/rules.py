@@ -107,24 +107,10 @@ def for_cell(provided, imports, allow) -> AllowList:
 # Provided names that are modules, and the module each names. Every attribute chain rooted at
 # one of them is resolved by walking the real attributes (see ``check.resolve_chain``).
 MODULE_PATHS = {"torch": "torch", "nn": "torch.nn", "time": "time", "copy": "copy"}
-_PRIMITIVES = (bool, int, float, complex, str, bytes, type(None))
-# Parts of torch itself that load code, touch files or start processes: no exercise needs them.
-DENIED_PATHS = ("torch.hub", "torch.load", "torch.save", "torch.serialization", "torch.package",
-                "torch.utils", "torch.ops.load_library", "torch.classes", "torch.multiprocessing",
-                "torch.distributed", "torch.cuda",
-                # introspection and code generation: getattr by string (torch.ao...getattr_from_fqn),
-                # graph and module surgery, overrides of torch functions, code loading and export
-                "torch.ao", "torch.fx", "torch.overrides", "torch.jit", "torch.export", "torch.onnx",
-                "torch.library", "torch.profiler",
-                "torch.monitor", "torch.storage", "torch.autograd.graph", "torch.autograd.forward_ad",
-                # compiled code and cache entries loaded from bytes or files, a default backend that may be a
-                # function (see harness.child.compile_guarded), compiler settings, files read and written
-                "torch.compiler.load_cache_artifacts", "torch.compiler.save_cache_artifacts",
-                "torch.compiler.load_compiled_function", "torch.compiler.precompile",
-                "torch.compiler.set_default_backend", "torch.compiler.config", "torch.from_file",
-                "torch.PyTorchFileReader", "torch.PyTorchFileWriter")
-# A solution cell's ``allow`` list may name one exact path below a denied part (ex09 allows
-# ``torch.library.custom_op``): that path, and the steps leading to it, are then resolved as usual.
+# The parts of torch no chain may reach (``torch.hub``, ``torch.load``, ``torch.fx`` ...) are in
+# ``harness.denied`` (``MEASURED_PATHS``), one table with the parts a replayed graph may not call. A solution
+# cell's ``allow`` list may name one exact path below a denied part (ex09 allows ``torch.library.custom_op``):
+# that path, and the steps leading to it, are then resolved as usual.
 
 
 
