@@ -30,7 +30,7 @@ from course_grader import api
 
 from .client import Exchange, ExchangeError
 
-COLLECT_MANIFEST = ".collected.json"    # hidden: `course grade DIR` reads only the notebooks
+COLLECT_MANIFEST = api.COLLECT_RECORD   # a name `course grade DIR` knows, so it reports no problem for it
 
 
 def _parser(prog: str, help_text: str) -> argparse.ArgumentParser:

@@ -10,6 +10,8 @@ A caller never imports another ``course_grader`` module.
 * :func:`handin_name` — the file name ``course grade`` reads as one student's hand-in of one exercise.
 * :data:`STUDENT_ID_RULE`, :func:`student_id_problem` — what a student id may be, and why one is not.
 * :func:`hand_back_folders` — the per-student folders a ``course grade --hand-back`` wrote.
+* :data:`COLLECT_RECORD` — the name of the record ``course collect`` writes beside the hand-ins (known to
+  ``course grade``, which reports every other file it does not grade).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
-from course_grader.intake.discover import STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
+from course_grader.intake.discover import COLLECT_RECORD, STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
 from course_grader.intake.load import MAX_FILE_BYTES
 from course_grader.results.handback import MARKER
 
-__all__ = ["ExerciseInfo", "HandinCheck", "HandinError", "STUDENT_ID_RULE", "check_handin", "exercises",
-           "hand_back_folders", "handin_name", "student_id_problem"]
+__all__ = ["COLLECT_RECORD", "ExerciseInfo", "HandinCheck", "HandinError", "STUDENT_ID_RULE", "check_handin",
+           "exercises", "hand_back_folders", "handin_name", "student_id_problem"]
 
 
 class HandinError(ValueError):

@@ -79,6 +79,8 @@ IGNORED_FOLDERS = {
     ".git": ("part of git's own records, not a hand-in", "git's own folder"),
 }
 HIDDEN_FOLDER = "a hidden folder"
+# What `course collect` writes beside the hand-ins it copies (course_exchange): known, so not reported
+COLLECT_RECORD = ".collected.json"
 MAX_ENTRIES = 100_000    # a folder with more entries than this is not a class's submissions
 MAX_DEPTH = 8            # folders below the submissions folder that are searched; deeper ones are reported
 NAMES_SHOWN = 5          # file names an ignored folder's line quotes before "and N more"
@@ -169,7 +171,8 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
     names every other entry that is not graded, with its reason (folders that could not be read or
     lie more than ``MAX_DEPTH`` down, links, files that are no notebook, the notebooks of an
     :data:`IGNORED_FOLDERS` folder such as an editor checkpoint copy; a hidden or ignored folder's
-    other files on one line): reported, never fatal."""
+    other files on one line): reported, never fatal. Only ``course collect``'s own record
+    (:data:`COLLECT_RECORD`, at the top) is known and left unsaid."""
     root = Path(root)
     found: list[Candidate] = []
     problems: list[str] = []
@@ -226,6 +229,8 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
                     inside.files.append("/".join(sub[len(inside.rel.split("/")):]))
                 continue
             if not notebook:
+                if rel == COLLECT_RECORD and stat.S_ISREG(st.st_mode):
+                    continue                     # the course's own record of a collect, not a student's file
                 if stat.S_ISLNK(st.st_mode):
                     kind = ", not a student folder" if len(sub) == 1 else ""
                     problems.append(f"{rel}: a symbolic link{kind}; not followed")

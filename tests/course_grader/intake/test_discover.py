@@ -238,3 +238,15 @@ def test_an_ignored_folder_with_many_files_is_one_line(tmp_path):
     assert found == [] and len(problems) == 1   # five files named, all 40 counted
     assert problems[0].startswith("kim/.git: 40 files that are not notebooks, in git's own folder; not graded "
                                   "(objects/00, objects/01, objects/02, objects/03, objects/04 and 35 more)")
+
+
+def test_course_collect_s_record_is_known_and_nothing_else_is(tmp_path):
+    from course_grader.intake.discover import COLLECT_RECORD
+
+    (tmp_path / COLLECT_RECORD).write_text("{}")                 # course collect's own, beside the hand-ins
+    (tmp_path / "lee__ex01_capture_boundary.ipynb").write_text("{}")
+    (tmp_path / "lee").mkdir()
+    (tmp_path / "lee" / COLLECT_RECORD).write_text("{}")         # not where collect writes it: a student's file
+    found, problems = discover(tmp_path)
+    assert [c.rel for c in found] == ["lee__ex01_capture_boundary.ipynb"]
+    assert problems == [f"lee/{COLLECT_RECORD}: a hidden file, not a notebook (.ipynb); not graded"]
