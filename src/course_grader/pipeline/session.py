@@ -6,7 +6,7 @@ together itself. For one submission the sequence is:
 
 1. **integrity** (``submission.match_cells``): cells matched by course id, locked and test cells
    taken from the exercise; a rejection ends it there; flags and notices are recorded;
-2. **feedback run** (``feedback_run``) and **verdicts** (``verdicts``), side by side: the first is
+2. **feedback run** (``feedback_run``) and **verdicts** (``verdicts.collect``), side by side: the first is
    for the student's eyes only, the second scores;
 3. **faults**: a measuring child that timed out or died makes a first run ``Outcome(again=True)``
    (the caller grades it once more, alone); in a final run the fault is worded for the student, or,
@@ -31,7 +31,7 @@ from course_grader.exercise.model import Exercise
 from course_grader.pipeline.feedback_run import FeedbackRun, feedback_run
 from course_grader.pipeline.replies import ReplyCache
 from course_grader.pipeline.submission import Job, Outcome, Timing, match_cells
-from course_grader.pipeline.verdicts import fault_reason, verdict_module, verdicts
+from course_grader.pipeline.verdicts import collect, fault_reason, verdict_module
 from course_grader.results.gradebook import AnswerItem, Attempt
 from course_grader.status import AttemptStatus, TestStatus
 
@@ -136,16 +136,16 @@ class GradingSession:
                            for c in ex.answers]
         shown = FeedbackRun()
         if not feedback:
-            judged = verdicts(ex, checked, host, self.verdict_for, self.cache)
+            judged = collect(ex, checked, host, self.verdict_for, self.cache)
         elif retried:
             # the second run of a submission is alone: nothing else runs, not even its own feedback kernel
             shown = feedback_run(host, checked)
-            judged = verdicts(ex, checked, host, self.verdict_for, self.cache)
+            judged = collect(ex, checked, host, self.verdict_for, self.cache)
         else:
             # the feedback kernel and the measuring children are independent: run them side by side
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedback") as side:
                 running = side.submit(feedback_run, host, checked)
-                judged = verdicts(ex, checked, host, self.verdict_for, self.cache)
+                judged = collect(ex, checked, host, self.verdict_for, self.cache)
                 shown = running.result()
         attempt.cells, attempt.notes = shown.cells, shown.notes
         if judged.faults and not final:

@@ -1,6 +1,6 @@
 """Verdict collection: an exercise's test cells run on one submission, one ``TestResult`` per graded test.
 
-``verdicts`` runs the exercise's verdict code (``verdict.testcells.grade`` on a ``GradeContext``) in
+:func:`collect` runs the exercise's verdict code (``verdict.testcells.grade`` on a ``GradeContext``) in
 this, the trusted, process; what it asks of the student's code goes to measuring children through a
 ``Measurer``. It checks what the verdict code returns (every test id once, bools and strings), keeps
 of a hidden test only its id, points and pass/fail, and returns the measuring faults beside the
@@ -54,7 +54,7 @@ def _all(ex: Exercise, status: TestStatus, reason: str) -> list[TestResult]:
     return [TestResult(t.course_id, t.hidden, t.points, status, "" if t.hidden else reason) for t in ex.tests]
 
 
-def verdicts(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache | None = None) -> Verdicts:
+def collect(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache | None = None) -> Verdicts:
     """One ``TestResult`` per graded test cell, in the exercise's order; plus the measuring faults.
 
     Raises ``GraderError`` when the exercise's verdict code misbehaves (missing or unknown test ids,
