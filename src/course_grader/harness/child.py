@@ -28,7 +28,7 @@ import sys
 
 import torch
 
-from compile_course import primitives as measure
+from compile_course import measurement as measure
 from compile_course.stopwatch import Stopwatch, hooked
 from course_grader.wire.payloads import Arg, ArgKind, Op, ReplayAnswerRequest, ReplayRequest, ServeReply, ServeRequest
 

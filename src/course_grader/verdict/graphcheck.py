@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from compile_course import primitives as measure
-from compile_course.primitives import CallResult, ReplyError
+from compile_course import measurement as measure
+from compile_course.measurement import CallResult, ReplyError
 from course_grader.harness import opaque
 from course_grader.harness.child import resolve
 
