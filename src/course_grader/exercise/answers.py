@@ -8,7 +8,7 @@ that a person reviews.
 
 Whether an answer is given is decided by the grader's own parsers: ``GradeContext.literal`` and
 ``GradeContext.function_source`` with the allow-list the grader gives that cell
-(``remote.allowlist_for``), so the reason shown here is the one the verdict will give. An answer that still holds
+(``shipping.allowlist_for``), so the reason shown here is the one the verdict will give. An answer that still holds
 the release's stub, or the answer prompt, is not answered. Nothing here runs student code.
 """
 
@@ -110,7 +110,7 @@ def _no_measure(entry: str, payload: dict) -> dict:
 def answer_states(ex: Exercise, checked: Checked) -> list[AnswerState]:
     """One ``AnswerState`` per :func:`asked` item, judged from ``checked`` (``intake.cells.check``'s result)."""
     ctx = GradeContext(ex, dict(checked.cells), _no_measure)
-    from course_grader.verdict.remote import allowlist_for
+    from course_grader.verdict.shipping import allowlist_for
 
     states = []
     for item in asked(ex):

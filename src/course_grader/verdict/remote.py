@@ -5,7 +5,8 @@ A test cell runs in the grader's process (``course_grader.verdict.testcells``). 
 the exercise's setup cells and the student's function, cut out of its cell and allow-listed, and
 replies data. ``reference`` asks the same of a child that runs the setup cells only. The child
 sees the setup cells, the function and the test's arguments; never a test's source, names,
-expected values or the solution's answers.
+expected values or the solution's answers (what is sent besides the question, and how it is cut out:
+``course_grader.verdict.shipping``).
 
 Verify, don't believe: the questions and replies are typed in ``course_grader.wire.payloads`` (the
 child reads the same types); a reply's shape is checked there (``read_serve_reply``,
@@ -51,169 +52,7 @@ from course_grader.wire.payloads import (
 
 from .context import AnswerError as ContextAnswerError
 from .context import GradeContext, excerpt
-
-DEFAULT_PROVIDED = frozenset({"torch", "nn"})
-DEFAULT_IMPORTS = frozenset({"time", "copy"})
-
-
-def _statements(sources: list[str]):
-    """The top-level statements of the setup cells that parse (a cell that does not is the notebook's to report)."""
-    for source in sources:
-        try:
-            yield from parse(source).body
-        except SyntaxError:
-            continue
-
-
-def setup_names(sources: list[str]) -> frozenset[str]:
-    """Every top-level name the setup cells bind (defs, classes, assignments, imports)."""
-    names: set[str] = set()
-    for node in _statements(sources):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        else:
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    return frozenset(names)
-
-
-TEST_API_SOURCES = ("compile_course.testing", "compile_course.primitives")
-# calls in a setup cell that hand out a namespace: what they bind is the test API (`Namespace(globals())`)
-NAMESPACE_CALLS = frozenset({"globals", "locals", "vars", "eval", "exec", "compile", "__import__", "getattr"})
-
-
-def test_api_names(sources: list[str]) -> frozenset[str]:
-    """The setup cells' names for the test API: imported from ``compile_course.testing`` or ``primitives``
-    (``code``, ``spy``, ``Namespace``...), and every name assigned from an expression that uses one of
-    them or a namespace builtin (``student = reference = Namespace(globals())``)."""
-    api: set[str] = set()
-    assigns = []
-    for node in _statements(sources):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level \
-                and node.module in TEST_API_SOURCES:
-            api.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module == "compile_course":
-            api.update(a.asname or a.name for a in node.names if a.name in ("testing", "primitives"))
-        elif isinstance(node, ast.Import):
-            api.update((a.asname or a.name).split(".")[0] for a in node.names
-                       if a.name.startswith(TEST_API_SOURCES))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-            assigns.append(node)
-    changed = True
-    while changed:
-        changed = False
-        for node in assigns:
-            value = getattr(node, "value", None)
-            used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
-            if used & (api | NAMESPACE_CALLS):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                stored = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-                if stored - api:
-                    api |= stored
-                    changed = True
-    return frozenset(api)
-
-
-def _other_modules(sources: list[str]) -> frozenset[str]:
-    """Setup names bound to a module other than those measured code may walk (``MODULE_PATHS``): such a
-    module's attributes lead to other modules (``logging.os``), which no chain check would see."""
-    import importlib.util
-
-    from course_grader.harness.allowlist.rules import MODULE_PATHS
-
-    found: set[str] = set()
-    for node in _statements(sources):
-        if isinstance(node, ast.Import):
-            found.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                try:
-                    is_module = importlib.util.find_spec(f"{node.module}.{a.name}") is not None
-                except (ImportError, ValueError, AttributeError):
-                    is_module = False
-                if is_module:
-                    found.add(a.asname or a.name)
-    return frozenset(found - set(MODULE_PATHS))
-
-
-def allowlist_for(exercise, allow: tuple[str, ...] = ()) -> AllowList:
-    """What a student's function may name: torch, ``nn``, the names the setup cells bind except the test
-    API (:func:`test_api_names`: measured code never holds ``student``, ``code``, ``spy`` ...), safe
-    builtins, and a solution cell's ``allow`` list (dotted names; builtin names)."""
-    from course_grader.harness.allowlist.rules import for_cell
-
-    sources = list(exercise.setup_sources)
-    provided = DEFAULT_PROVIDED | (setup_names(sources) - test_api_names(sources) - _other_modules(sources))
-    return for_cell(provided, DEFAULT_IMPORTS, allow)
-
-
-class _Shipped:
-    """The test cell's own top-level defs and classes, sent to a child under neutral names."""
-
-    def __init__(self, test_source: str):
-        self.defs: dict[str, ast.AST] = {}
-        try:
-            tree = parse(test_source)
-        except SyntaxError:
-            tree = ast.Module(body=[], type_ignores=[])
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                self.defs[node.name] = node
-        self.renamed: dict[str, str] = {}
-
-    def expression(self, text: str) -> tuple[str, list[str]]:
-        """``(the expression with shipped names replaced, the shipped definitions it needs)``."""
-        try:
-            tree = parse(text, mode="eval")
-        except SyntaxError as exc:
-            raise ValueError(f"code({text!r}) is not an expression: {exc.msg}") from None
-        needed = self._needed(tree)
-        return ast.unparse(self._rename(tree)), [self._source(n) for n in needed]
-
-    def _needed(self, tree: ast.AST) -> list[str]:
-        order: list[str] = []
-        queue = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in self.defs]
-        while queue:
-            name = queue.pop(0)
-            if name in order:
-                continue
-            order.append(name)
-            queue += [n.id for n in ast.walk(self.defs[name]) if isinstance(n, ast.Name) and n.id in self.defs]
-        for name in order:
-            self.renamed.setdefault(name, f"_given_{len(self.renamed)}")
-        return order[::-1]
-
-    def _rename(self, tree: ast.AST) -> ast.AST:
-        renamed = self.renamed
-
-        class Rename(ast.NodeTransformer):
-            def visit_Name(self, node):  # noqa: N802
-                if node.id in renamed:
-                    return ast.copy_location(ast.Name(renamed[node.id], node.ctx), node)
-                return node
-
-            def visit_FunctionDef(self, node):  # noqa: N802
-                self.generic_visit(node)
-                node.name = renamed.get(node.name, node.name)
-                _drop_docstring(node)
-                return node
-
-            visit_ClassDef = visit_FunctionDef  # noqa: N815
-
-        return ast.fix_missing_locations(Rename().visit(tree))
-
-    def _source(self, name: str) -> str:
-        import copy
-
-        return ast.unparse(self._rename(copy.deepcopy(self.defs[name])))
-
-
-def _drop_docstring(node) -> None:
-    body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        node.body = body[1:] or [ast.Pass()]
+from .shipping import Shipped, allowlist_for, setup_names
 
 
 class RemoteNamespace:
@@ -303,7 +142,7 @@ class RemoteNamespace:
         allowed = self._allowlist(allow)
         return AllowSpec(sorted(allowed.provided), sorted(allowed.imports), list(allow))
 
-    def _args(self, args: tuple, shipped: _Shipped) -> list[Arg]:
+    def _args(self, args: tuple, shipped: Shipped) -> list[Arg]:
         out = []
         for a in args:
             if isinstance(a, code):
@@ -348,11 +187,11 @@ class RemoteNamespace:
         return name, answers.pop()
 
     def call(self, name: str, *args, grad: bool = False) -> CallResult:
-        shipped = _Shipped(self.test_source)
+        shipped = Shipped(self.test_source)
         return CallResult.from_data(self._ask(Op.CALL, name, self._args(args, shipped), CallOptions(bool(grad))))
 
     def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
-        shipped = _Shipped(self.test_source)
+        shipped = Shipped(self.test_source)
         results = self._ask(Op.CALL_EACH, name, [self._args(tuple(c), shipped) for c in calls],
                             CallOptions(bool(grad)), count=len(calls))
         return [CallResult.from_data(r) for r in results]
@@ -367,7 +206,7 @@ class RemoteNamespace:
         return self._compile(name, calls, backend, fullgraph, dynamic, stance, grad, fresh=True, like=like)
 
     def _compile(self, name, calls, backend, fullgraph, dynamic, stance, grad, fresh, like) -> list[Run]:
-        shipped = _Shipped(self.test_source)
+        shipped = Shipped(self.test_source)
         wire = [self._args(tuple(c), shipped) for c in calls]
         options = CompileOptions(str(backend), bool(fullgraph), dynamic, stance, bool(grad), bool(fresh))
         runs = self._ask(Op.COMPILE, name, wire, options, count=len(calls) if fresh else 1)
@@ -459,7 +298,7 @@ class RemoteNamespace:
         return replies
 
     def time(self, name: str, *args, backend: str | None = None, calls: int = 20, now: bool = False) -> Timing:
-        shipped = _Shipped(self.test_source)
+        shipped = Shipped(self.test_source)
         nonce = None
         if now:   # a question no earlier one equals: measured now, never answered from the run's cache
             import secrets

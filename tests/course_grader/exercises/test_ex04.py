@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from course_grader.verdict.remote import _Shipped
+from course_grader.verdict.shipping import Shipped
 
 FIXTURE = "def check_equivalent(reference, candidate):\n{}\n"
 TESTS = ("ex04-test-faithful", "ex04-test-values", "ex04-test-grad-mode", "ex04-hidden-dtype", "ex04-hidden-shape")
@@ -42,7 +42,7 @@ def test_every_test_mixes_faithful_and_faulty_compiled_and_plain(exercises):
 
 def test_what_the_child_receives_names_no_verdict(exercises):
     for cell in exercises["ex04"].tests:
-        shipped = _Shipped(cell.source)
+        shipped = Shipped(cell.source)
         for what, ref, cand, _ in _cases(cell.source):
             for expression in (ref, cand):
                 text, defs = shipped.expression(expression)
