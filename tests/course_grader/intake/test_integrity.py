@@ -137,3 +137,13 @@ def test_code_too_deep_for_the_parser_is_a_notice_not_a_crash(exercise):
 def test_the_solution_cells_are_handed_over_by_id(exercise):
     checked = check(exercise, answered_notebook(exercise))
     assert checked.cells == {"ex01-rewrite": exercise.cell("ex01-rewrite").source}
+
+
+def test_a_name_hidden_in_a_long_string_of_the_answer_is_found(exercise):
+    """issue 26: the string scan reads every string constant, whatever its length (the allow-list's cap on
+    a measured function's constants is not the scan's): a frame attribute after 6,000 characters is found."""
+    nb = answered_notebook(exercise)
+    answer = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "solution")
+    answer.source += f"\nPATH = '{'x' * 6_000}.gi_frame.f_back'\n"
+    flags = [f.text for f in check(exercise, nb).flags]
+    assert any(".gi_frame in a string" in f for f in flags), flags
