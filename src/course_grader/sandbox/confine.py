@@ -4,11 +4,11 @@ A run is three processes, all forked from the template (``template.py``):
 
 1. the **reaper** (in the host's PID namespace, outside the run's cgroups) calls
    ``unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)`` and builds the mount table
-   (:func:`build_mounts`): ``/`` made private, an empty read-only tmpfs over every hidden
-   path (solutions, tests, .git, build, the grader's package, submissions, outputs),
-   a fresh tmpfs over ``/tmp``, ``/dev/shm``, ``/var/tmp``, ``/run/lock``, the course
-   checkout bound back if it lived under one of those, and the compile cache as a
-   copy-on-write overlay (or read-write only while warming);
+   (:func:`build_mounts`: a plan built as data by ``mountplan.py``, performed by ``mounts.py``):
+   ``/`` made private, an empty read-only tmpfs over every hidden path (solutions, tests, .git,
+   build, the grader's package, submissions, outputs), a fresh tmpfs over ``/tmp``, ``/dev/shm``,
+   ``/var/tmp``, ``/run/lock``, the course checkout bound back if it lived under one of those,
+   and the compile cache as a copy-on-write overlay (or read-write only while warming);
 2. the **init**, PID 1 of the new namespace: joins the run's cgroups (everything it starts
    inherits them), mounts a ``/proc`` that shows only the run,
    reaps orphans and exits when the worker does, at which point the kernel kills every
@@ -44,53 +44,44 @@ import os
 import resource
 import sys
 
+from course_grader.sandbox import mountplan
+from course_grader.sandbox.mountplan import CACHE_MOUNT, plan_mounts
+from course_grader.sandbox.mounts import (
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    ConfineError,
+    apply_mounts,
+    checked,
+    libc,
+    make_read_only,
+    mount,
+    survey,
+)
 from course_grader.sandbox.notices import Weakening
 from course_grader.status import Confinement
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
 CLONE_NEWUSER = 0x10000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NAME, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 15, 38, 24
-SYS_MOUNT_SETATTR = 442                    # x86_64 and aarch64 share this number (Linux 5.12+)
-AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SANDBOX_UID = 1000                         # the worker's uid inside its nested user namespace
 CAP_LAST_POSSIBLE = 63
 
-PRIVATE_DIRS = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")   # each gets its own empty tmpfs
-PRIVATE_TMP_SIZE = "size=1g"
-CACHE_MOUNT = "/tmp/.compile-cache"        # where a run sees the compile cache
-WORKDIR = "/tmp/work"                      # a run's cwd and HOME
+WORKDIR = mountplan.WORKDIR                # a run's cwd and HOME (an unconfined run's own folder instead)
 MOUNTED = False                            # set once build_mounts made this process's private tree
 
 
-class ConfineError(Exception):
-    """A confinement step failed where it must not (the run does not start)."""
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise ConfineError(f"{what}: {os.strerror(err)}")
-
-
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
-
-
 def prctl(option: int, value: int) -> None:
-    _libc.prctl(option, value, 0, 0, 0)
+    libc.prctl(option, value, 0, 0, 0)
 
 
 def set_name(name: str) -> None:
     """The process name ``top`` and ``ps -e`` show (15 bytes at most)."""
     buf = ctypes.create_string_buffer(name.encode()[:15])
-    _libc.prctl(PR_SET_NAME, buf, 0, 0, 0)
+    libc.prctl(PR_SET_NAME, buf, 0, 0, 0)
 
 
 def die_with_parent() -> None:
@@ -137,7 +128,7 @@ def _write(path: str, text: str) -> None:
 
 def enter_user_namespace(flags: int, inside: int, outside_uid: int, outside_gid: int) -> None:
     """``unshare(CLONE_NEWUSER | flags)`` and map ``inside`` to the caller's uid and gid outside."""
-    _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare (user namespace)")
+    checked(libc.unshare(CLONE_NEWUSER | flags), "unshare (user namespace)")
     _write("/proc/self/setgroups", "deny")   # required before an unprivileged gid_map
     _write("/proc/self/uid_map", f"{inside} {outside_uid} 1")
     _write("/proc/self/gid_map", f"{inside} {outside_gid} 1")
@@ -173,146 +164,27 @@ def unshare_namespaces(confinement: Confinement = Confinement.ROOT) -> list[str]
     if confinement is not Confinement.ROOT or not is_root():
         return ["unconfined: no PID, mount or network namespace; instructor files are hidden only "
                 "by not being imported, and processes are ended by process group"]
-    if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) == 0:
+    if libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) == 0:
         return []
     err = os.strerror(ctypes.get_errno())
     notices = []
     for flag, missing in ((CLONE_NEWNS, Weakening.NO_MOUNT_NAMESPACE), (CLONE_NEWPID, Weakening.NO_PID_NAMESPACE),
                           (CLONE_NEWNET, Weakening.NO_NETWORK_NAMESPACE), (CLONE_NEWIPC, Weakening.NO_IPC_NAMESPACE)):
-        if _libc.unshare(flag) != 0:
+        if libc.unshare(flag) != 0:
             notices.append(missing.notice(err))
     return notices
-
-
-def _outermost(paths) -> list[str]:
-    out: list[str] = []
-    for p in sorted(set(paths), key=len):
-        if not any(p == q or p.startswith(q.rstrip("/") + "/") for q in out):
-            out.append(p)
-    return out
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _first_blocked_ancestor(path: str) -> str | None:
-    """The first proper ancestor of ``path`` that other users cannot traverse."""
-    current = "/"
-    for part in path.strip("/").split("/")[:-1]:
-        current = os.path.join(current, part)
-        if not os.stat(current).st_mode & 0o001:
-            return current
-    return None
-
-
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
-
-
-def set_read_only(path: str, read_only: bool = True, recursive: bool = False) -> None:
-    """Set or clear the read-only flag of the mount at ``path`` (and every mount below it when
-    ``recursive``), in this mount namespace only (``mount_setattr``)."""
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0) if read_only else _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
-    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE if recursive else 0,
-                           ctypes.byref(attr), ctypes.sizeof(attr))
-    if result != 0:
-        state = "read-only" if read_only else "writable"
-        raise ConfineError(f"mount_setattr {path} {state}: {os.strerror(ctypes.get_errno())}")
-
-
-def make_read_only(path: str) -> None:
-    """Make ``path`` and every mount below it read-only, in this mount namespace only."""
-    set_read_only(path, recursive=True)
 
 
 def build_mounts(hide: list[str], reveal: dict[str, str], keep: list[str], compile_cache: str,
                  cache_writable: bool, uid: int, read_only: bool = False, cover=()) -> list[str]:
     """Build the run's mount table in the current (new) mount namespace; notices for what failed.
 
-    ``keep``: folders that must stay reachable even if a private dir covers them (the course
-    checkout and the Python installation). ``reveal``: target -> source, folders inside hidden
-    ones that this run still sees, read-only (the measuring child's ``course_grader/harness``).
-    ``read_only``: make the whole tree read-only first (a user-namespace run, whose uid outside is
-    the grader's own); the private tmpfs mounts and a warming run's compile cache stay writable.
-    ``cover``: folders hidden behind an empty tmpfs, with the ``keep`` paths inside them bound back
-    (a user-namespace run: the grader's home, which its uid could otherwise read, other classes'
-    gradebooks and hand-back folders included).
-    """
+    Three steps: ``mounts.survey`` reads what the plan depends on (real paths, which are folders),
+    ``mountplan.plan_mounts`` (pure; its docstring says what each argument means) lists the
+    operations in order, ``mounts.apply_mounts`` performs them."""
     global MOUNTED
-    notices: list[str] = []
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
-    if read_only:
-        make_read_only("/")
-    # Open everything that must be bound back before anything covers it.
-    reveal_fds = {os.path.realpath(target): os.open(source, os.O_PATH | os.O_DIRECTORY)
-                  for target, source in reveal.items()}
-    reveal = list(reveal_fds)
-    keep = _outermost(map(os.path.realpath, keep))
-    # Folders the run's uid could not traverse anyway (e.g. /root holding pyenv's Python) are
-    # covered by an empty tmpfs too, and what the run needs under them is bound back.
-    blocked = [a for a in map(_first_blocked_ancestor, keep) if a] if uid else []
-    blocked += [os.path.realpath(c) for c in cover if os.path.isdir(c) and os.path.realpath(c) != "/"]
-    keep_fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep
-                if any(_under(p, d) for d in (*PRIVATE_DIRS, *blocked))}
-    cache_fd = os.open(compile_cache, os.O_PATH | os.O_DIRECTORY) if compile_cache else -1
-
-    for path in _outermost(os.path.realpath(p) for p in hide if os.path.lexists(p)):
-        try:
-            if os.path.isdir(path):
-                inside = [r for r in reveal if _under(r, path) and r != path]
-                mode = "555"
-                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,mode={mode}")
-                for r in inside:
-                    os.makedirs(r, exist_ok=True)
-                    mount(f"/proc/self/fd/{reveal_fds[r]}", r, None, MS_BIND | MS_REC)
-                    mount(None, r, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-                mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, f"size=64k,mode={mode}")
-            else:
-                mount("/dev/null", path, None, MS_BIND)
-        except (ConfineError, OSError) as exc:
-            notices.append(Weakening.NOT_HIDDEN.notice(exc, path))
-
-    for folder in PRIVATE_DIRS:
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            try:
-                mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"{PRIVATE_TMP_SIZE},mode=1777")
-            except ConfineError as exc:
-                notices.append(Weakening.NOT_PRIVATE.notice(exc, folder))
-    for folder in _outermost(blocked):
-        try:
-            mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-        except ConfineError as exc:
-            notices.append(Weakening.NOT_COVERED.notice(exc, folder))
-    for path, fd in keep_fds.items():
-        os.makedirs(path, exist_ok=True)
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-
-    os.makedirs(WORKDIR, mode=0o700)
-    os.chown(WORKDIR, uid, uid)
-    if cache_fd >= 0:
-        os.makedirs(CACHE_MOUNT)
-        if cache_writable:
-            if not read_only:
-                os.chmod(f"/proc/self/fd/{cache_fd}", 0o777)  # sealed again (0700) when warming ends
-            mount(f"/proc/self/fd/{cache_fd}", CACHE_MOUNT, None, MS_BIND)
-            if read_only:  # the bind inherits the tree's read-only flag; this one mount must be writable
-                set_read_only(CACHE_MOUNT, False)
-        else:
-            upper, work = "/tmp/.compile-cache-upper", "/tmp/.compile-cache-work"
-            os.makedirs(upper, mode=0o700)
-            os.makedirs(work, mode=0o700)
-            os.chown(upper, uid, uid)
-            try:
-                mount("overlay", CACHE_MOUNT, "overlay", MS_NOSUID | MS_NODEV,
-                      f"lowerdir=/proc/self/fd/{cache_fd},upperdir={upper},workdir={work}")
-            except ConfineError as exc:
-                notices.append(f"compile cache not shared ({exc}): this run compiles cold")
-            os.chmod(upper, 0o700)
-        os.close(cache_fd)
-    for fd in (*reveal_fds.values(), *keep_fds.values()):
-        os.close(fd)
+    facts = survey(hide, reveal, keep, cover, uid)
+    notices = apply_mounts(plan_mounts(hide, reveal, keep, compile_cache, cache_writable, uid, read_only, cover, facts))
     MOUNTED = True
     return notices
 
@@ -363,9 +235,9 @@ def drop_into_nested_user_namespace(max_processes: int) -> None:
     os.setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
     os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
     for cap in range(CAP_LAST_POSSIBLE + 1):
-        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability the kernel knows: EINVAL, harmless
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability the kernel knows: EINVAL, harmless
     header, data = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    checked(libc.capset(ctypes.byref(header), data), "capset")
     left = {name: value for name, value in capabilities().items() if value}
     if left:
         raise ConfineError(f"capabilities left after dropping them: {left}")

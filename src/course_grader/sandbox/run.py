@@ -304,7 +304,7 @@ class Run:
     def _check_tree(self, where: str) -> None:
         """The memory and task caps of a run without those cgroups, read from its process tree."""
         from course_grader.sandbox import treewatch
-        from course_grader.sandbox.confine import PRIVATE_DIRS
+        from course_grader.sandbox.mountplan import PRIVATE_DIRS
 
         private = PRIVATE_DIRS if self.host.confinement != Confinement.NONE else ()   # a str compares too
         used = treewatch.usage(self.init_pid, private, self.limits.memory_bytes if self.watch_memory else None)
