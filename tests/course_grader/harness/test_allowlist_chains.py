@@ -36,6 +36,12 @@ ESCAPES = [
     "torch.compiler.config",
     "torch.from_file('/etc/passwd', False, 10)",
     "torch.PyTorchFileWriter('f')",
+    # a denied part reached through another module's attribute: a module is known by its own name
+    "torch.nn.functional.torch.hub.load('a', 'b')",
+    "torch.nn.modules.module.torch.save(x, 'p')",
+    "torch.functional.torch.fx.symbolic_trace(x)",
+    "torch.nn.parallel.distributed.dist.init_process_group('gloo')",
+    "torch.autograd.functional.fwAD.make_dual(x, x)",
 ]
 
 
@@ -65,6 +71,8 @@ def test_chains_reaching_another_module_are_rejected_everywhere(expr):
     "def f(x, m=torch):\n    return m.os\n",
     "def f(x):\n    return g(torch)\n\ndef g(m):\n    return m.os\n",
     "def f(x):\n    import time as t\n    return t.sleep.__self__\n",
+    "def f(x):\n    t = torch.nn.functional.torch\n    return t.load('p')\n",
+    "def f(x):\n    d = torch.nn.parallel.distributed.dist\n    return d.init_process_group('gloo')\n",
 ])
 def test_modules_cannot_be_smuggled_into_other_names(source):
     with pytest.raises(AllowListError):
@@ -86,6 +94,7 @@ HONEST = [
     "def f(x):\n    import time\n    t0 = time.perf_counter()\n"
     "    return torch.compile(torch.sin, backend='eager')(x), time.perf_counter() - t0\n",
     "def f(x):\n    return torch.Tensor.add(x, 1), torch.float64.is_floating_point, torch.testing.assert_close\n",
+    "def f(x):\n    t = torch.nn.functional.torch\n    return t.sin(x)\n",
 ]
 
 

@@ -171,20 +171,24 @@ def resolve_chain(root_path: str, attrs: list[str], allowed: AllowList, dotted: 
     Each step must be a module under the allowed root (not ``root._x`` unless that dotted
     path is listed), or something whose owning module is under the root; a builtin is
     accepted only if the exercise allows it by name; primitive constants are accepted.
+    A module reached is known by its own name from there on (``torch.nn.functional.torch`` is
+    ``torch``), so no other module's attribute leads around the parts of torch that are denied.
     """
     import builtins as _builtins
     import importlib
+
+    def refuse_if_denied(path: str) -> None:
+        # a denied part is reachable only along a path the cell lists exactly (torch.library.custom_op
+        # opens torch.library for that one name, never torch.library.Library or anything below it)
+        if measured_denial(path) is not None and not any(path == d or d.startswith(path + ".") for d in dotted):
+            raise LookupError(path, "loads code, touches files or starts processes")
 
     top = root_path.split(".")[0]
     obj: object = importlib.import_module(root_path)
     path = root_path
     for attr in attrs:
         path = f"{path}.{attr}"
-        if measured_denial(path) is not None \
-                and not any(path == d or d.startswith(path + ".") for d in dotted):
-            # a denied part is reachable only along a path the cell lists exactly (torch.library.custom_op
-            # opens torch.library for that one name, never torch.library.Library or anything below it)
-            raise LookupError(path, "loads code, touches files or starts processes")
+        refuse_if_denied(path)
         try:
             obj = getattr(obj, attr)
         except Exception:  # noqa: BLE001 - anything unresolvable is rejected
@@ -195,6 +199,8 @@ def resolve_chain(root_path: str, attrs: list[str], allowed: AllowList, dotted: 
             name = getattr(obj, "__name__", None)
             if not _under(name, root_path) or any(p.startswith("_") for p in name.split(".")[1:]):
                 raise LookupError(path, f"is the module `{name}`, not part of `{root_path}`")
+            path = name   # torch.nn.parallel.distributed.dist is torch.distributed
+            refuse_if_denied(path)
             continue
         if isinstance(obj, _PRIMITIVES):
             continue
@@ -261,7 +267,7 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) ->
             shown = ".".join([base, *attrs])
             raise AllowListError(f"{label} {_line(node)}: `{shown}` ({exc.args[0]}) {exc.args[1]}: measured "
                                  "code may use only what the exercise's modules themselves define") from None
-        return ".".join([root_path, *attrs]), obj
+        return (obj.__name__ if is_module(obj) else ".".join([root_path, *attrs])), obj
 
     for name, nodes in stores.items():
         values = [parents.get(id(n)) for n in nodes]
