@@ -61,7 +61,7 @@ class NotebookKernel:
             self.run.close()
             return CellResult(status, output, fault.detail, round(used, 3), fault.kind)
         if reply.status not in (CellStatus.OK, CellStatus.ERROR):
-            self.fault = SandboxFault(FaultKind.PROTOCOL, f"the kernel sent an unknown status in {where}")
+            self.fault = SandboxFault(FaultKind.PROTOCOL, f"an unknown cell status in {where}")
             self.run.close()
             return CellResult(CellStatus.DIED, "", self.fault.detail, 0.0, FaultKind.PROTOCOL)
         output = reply.output

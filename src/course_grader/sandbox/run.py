@@ -38,7 +38,12 @@ LATE_REPLY_S = 2.0           # after a run ended, how long its last reply may st
 
 
 class SandboxFault(Exception):
-    """A run produced no answer. ``kind.student_fault`` says whose fault; ``detail`` is for the student."""
+    """A run produced no answer. ``kind.student_fault`` says whose fault; ``detail`` is for the student.
+
+    For a student kind, ``detail`` adds to ``kind.wording`` (what "your code" did, the sentence every
+    message starts from) only what it does not say: the limit's figure and where, e.g. wording
+    "used up its CPU time", detail "10 s of CPU in cell ex01-a". It names its unit, since a cell's
+    record shows it on its own."""
 
     def __init__(self, kind: FaultKind, detail: str):
         super().__init__(detail)
@@ -59,6 +64,15 @@ class CellResult:
 
 def megabytes(n: int) -> str:
     return f"{n / (1 << 20):.0f} MB"
+
+
+def cpu_time_fault(budget: float, where: str) -> SandboxFault:
+    return SandboxFault(FaultKind.CPU_TIME, f"{budget:.0f} s of CPU in {where}")
+
+
+def malformed_reply(where: str, exc: Exception) -> SandboxFault:
+    return SandboxFault(FaultKind.PROTOCOL, f"a malformed reply in {where} ({exc}); did the code write to the "
+                                            "grader's channel?")
 
 
 class Spawner(Protocol):
@@ -240,17 +254,16 @@ class Run:
             except ProtocolError as exc:
                 self._check_counters(oom0, pids0, where)
                 self.kill()
-                raise SandboxFault(FaultKind.PROTOCOL, f"the kernel sent a malformed reply in {where} "
-                                   f"({exc}); did the code write to the grader's channel?") from None
+                raise malformed_reply(where, exc) from None
             self._check_counters(oom0, pids0, where)
             if self.raw_total > self.limits.output_bytes_per_run:
                 self.kill()
-                raise SandboxFault(FaultKind.OUTPUT, f"your code wrote more than "
-                                   f"{megabytes(self.limits.output_bytes_per_run)} of output by {where}")
+                raise SandboxFault(FaultKind.OUTPUT, f"more than {megabytes(self.limits.output_bytes_per_run)} "
+                                   f"of output by {where}")
             cpu = self.cpu_used()
             if cpu is not None and cpu0 is not None and cpu - cpu0 > cpu_budget:
                 self.kill()
-                raise SandboxFault(FaultKind.CPU_TIME, f"your code used {cpu_budget:.0f} s of CPU in {where}")
+                raise cpu_time_fault(cpu_budget, where)
             elapsed = time.monotonic() - start
             if elapsed > min(wall_budget, hard):
                 used = (cpu - cpu0) if cpu is not None and cpu0 is not None else None
@@ -259,10 +272,8 @@ class Run:
                     self.kill()
                     if elapsed > hard and hard_s is not None and hard_s < self.limits.wall_s_hard:
                         raise SandboxFault(FaultKind.WALL_TIME, f"{hard_why} (wall clock) in {where}")
-                    why = "almost without using CPU: it was waiting, not computing" if idle \
-                        else "the longest any cell may run"
-                    raise SandboxFault(FaultKind.WALL_TIME, f"your code ran {elapsed:.0f} s (wall clock) in {where} "
-                                       "without finishing, " + why)
+                    why = "almost without using CPU" if idle else "the longest any cell may run"
+                    raise SandboxFault(FaultKind.WALL_TIME, f"{elapsed:.0f} s (wall clock) in {where}, {why}")
             if self.exit_status is not None or (self.chan_reader.eof and self._await_exit(2.0)):
                 # A reply written just before the process ended may arrive in the same read as its
                 # exit status: read what is left on the channel before calling it a death.
@@ -271,8 +282,7 @@ class Run:
                     try:
                         reply = protocol.decode(late, expect, message.nonce)
                     except ProtocolError as exc:
-                        raise SandboxFault(FaultKind.PROTOCOL, f"the kernel sent a malformed reply in {where} "
-                                           f"({exc}); did the code write to the grader's channel?") from None
+                        raise malformed_reply(where, exc) from None
                     self._check_counters(oom0, pids0, where)
                     return reply
                 self._check_counters(oom0, pids0, where)
@@ -294,12 +304,10 @@ class Run:
             return
         if self.cgroup.oom_kills() > oom0:
             self.kill()
-            raise SandboxFault(FaultKind.MEMORY, f"your code used more than {megabytes(self.limits.memory_bytes)} "
-                               f"of memory in {where}")
+            raise self._memory_fault(where)
         if self.cgroup.pids_refused() > pids0:
             self.kill()
-            raise SandboxFault(FaultKind.PIDS, f"your code tried to run more than {self.limits.pids} processes "
-                               f"or threads at once in {where}")
+            raise self._pids_fault(where)
 
     def _check_tree(self, where: str) -> None:
         """The memory and task caps of a run without those cgroups, read from its process tree."""
@@ -312,12 +320,10 @@ class Run:
             return
         if self.watch_memory and used.memory_bytes > self.limits.memory_bytes:
             self.kill()
-            raise SandboxFault(FaultKind.MEMORY, f"your code used more than {megabytes(self.limits.memory_bytes)} "
-                               f"of memory in {where}")
+            raise self._memory_fault(where)
         if self.watch_tasks and used.tasks > self.limits.pids:
             self.kill()
-            raise SandboxFault(FaultKind.PIDS, f"your code tried to run more than {self.limits.pids} processes "
-                               f"or threads at once in {where}")
+            raise self._pids_fault(where)
 
     def _await_exit(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
@@ -330,7 +336,7 @@ class Run:
         cpu = self.cpu_used()
         if status in (128 + signal.SIGXCPU, -signal.SIGXCPU) or (
                 cpu is not None and cpu0 is not None and cpu - cpu0 >= cpu_budget):
-            return SandboxFault(FaultKind.CPU_TIME, f"your code used {cpu_budget:.0f} s of CPU in {where}")
+            return cpu_time_fault(cpu_budget, where)
         if status is None:
             how = "closed the grader's channel"
         elif status > 128:
@@ -338,7 +344,13 @@ class Run:
             how = f"was killed by signal {signal.Signals(number).name if number in signal.valid_signals() else number}"
         else:
             how = f"exited with code {status}"
-        return SandboxFault(FaultKind.CRASHED, f"the kernel ended in {where}: the process {how}")
+        return SandboxFault(FaultKind.CRASHED, f"the process {how} in {where}")
+
+    def _memory_fault(self, where: str) -> SandboxFault:
+        return SandboxFault(FaultKind.MEMORY, f"more than {megabytes(self.limits.memory_bytes)} of memory in {where}")
+
+    def _pids_fault(self, where: str) -> SandboxFault:
+        return SandboxFault(FaultKind.PIDS, f"more than {self.limits.pids} processes or threads at once in {where}")
 
     # -- ending -----------------------------------------------------------------------------
 
