@@ -70,7 +70,8 @@ def become_kernel(request: dict, hook_dir: str, imported_env: tuple[dict, list])
         os.environ.pop(key, None)
     if hook_dir in sys.path:
         sys.path.remove(hook_dir)
-    sys.modules.pop("sitecustomize", None)
+    if os.path.dirname(getattr(sys.modules.get("sitecustomize"), "__file__", "") or "") == hook_dir:
+        sys.modules.pop("sitecustomize", None)   # the hook's own; the interpreter's (template_hook) stays
     sys.argv = [sys.argv[0], *request["args"]]
     return list(request["args"])
 
