@@ -19,16 +19,16 @@ from typing import Any
 import torch
 
 from . import measurement as measure
+from .api_modules import is_test_api_module
 from .measurement import AnswerError, CallResult, ReplyError, Run, Timing
 
 __all__ = ["AnswerError", "CallResult", "Namespace", "ReplyError", "Run", "Timing", "answer_fn", "code",
            "disagreements", "expect_agreement", "expect_like_reference", "is_test_api", "passed", "replay", "spy",
            "stopwatch"]
 
-# Modules whose objects are the test API: a measured function never holds one (at grading, the
-# measuring child drops them from the function's namespace; ``course_grader.verdict.remote`` from its allow-list).
-# (``compile_course.primitives`` is the measurement package's old name, kept for one release.)
-TEST_API_MODULES = frozenset({__name__, *measure.MODULES, "compile_course.primitives", "compile_course.stopwatch"})
+# Modules whose objects are the test API (``api_modules``, by name, with their submodules): a measured function
+# never holds one (at grading, the measuring child drops them from the function's namespace;
+# ``course_grader.verdict.shipping`` from its allow-list).
 
 
 def passed(message: str) -> None:
@@ -217,9 +217,9 @@ def is_test_api(value: Any) -> bool:
     if isinstance(value, (Namespace, code, spy, stopwatch, answer_fn, measure.Spy, Stopwatch)):
         return True
     if isinstance(value, types.ModuleType):
-        return value.__name__ in TEST_API_MODULES or value is builtins
+        return is_test_api_module(value.__name__) or value is builtins
     if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-        if getattr(value, "__module__", None) in TEST_API_MODULES:
+        if is_test_api_module(getattr(value, "__module__", None) or ""):
             return True
         return getattr(builtins, getattr(value, "__name__", ""), None) is value
     return False

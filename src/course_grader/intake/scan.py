@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from compile_course.api_modules import TEST_API_PACKAGES
 from course_grader.harness.allowlist.rules import strip_magics
 from course_grader.harness.parsing import parse
 from course_grader.status import CellRole, Severity
@@ -47,7 +48,7 @@ class CourseProfile:
     banned_names: frozenset[str]
     # The test API's names in the setup cells and the modules it comes from: no answer cell names them.
     test_api_names: frozenset[str] = frozenset({"student", "reference"})
-    test_api_modules: tuple[str, ...] = ("compile_course.testing", "compile_course.primitives")
+    test_api_modules: tuple[str, ...] = TEST_API_PACKAGES
 
 
 PROFILE = CourseProfile(

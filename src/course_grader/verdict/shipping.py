@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 
+from compile_course.api_modules import TEST_API_PACKAGES, is_test_api_module
 from course_grader.harness.allowlist.rules import MODULE_PATHS, AllowList, for_cell
 from course_grader.harness.parsing import parse
 
@@ -43,26 +44,28 @@ def setup_names(sources: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-TEST_API_SOURCES = ("compile_course.testing", "compile_course.primitives")
+# how a setup cell names the test API's modules from the package: `from compile_course import testing`
+TEST_API_PARTS = frozenset(m.split(".")[1] for m in TEST_API_PACKAGES)
 # calls in a setup cell that hand out a namespace: what they bind is the test API (`Namespace(globals())`)
 NAMESPACE_CALLS = frozenset({"globals", "locals", "vars", "eval", "exec", "compile", "__import__", "getattr"})
 
 
 def test_api_names(sources: list[str]) -> frozenset[str]:
-    """The setup cells' names for the test API: imported from ``compile_course.testing`` or ``primitives``
+    """The setup cells' names for the test API: imported from a module of
+    ``compile_course.api_modules``
     (``code``, ``spy``, ``Namespace``...), and every name assigned from an expression that uses one of
     them or a namespace builtin (``student = reference = Namespace(globals())``)."""
     api: set[str] = set()
     assigns = []
     for node in _statements(sources):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level \
-                and node.module in TEST_API_SOURCES:
+                and is_test_api_module(node.module):
             api.update(a.asname or a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module == "compile_course":
-            api.update(a.asname or a.name for a in node.names if a.name in ("testing", "primitives"))
+            api.update(a.asname or a.name for a in node.names if a.name in TEST_API_PARTS)
         elif isinstance(node, ast.Import):
             api.update((a.asname or a.name).split(".")[0] for a in node.names
-                       if a.name.startswith(TEST_API_SOURCES))
+                       if is_test_api_module(a.name))
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
             assigns.append(node)
     changed = True
