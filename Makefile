@@ -158,7 +158,7 @@ release: $(STAMP)
 
 ## grade: grade a folder of submissions, e.g. make grade SUBMISSIONS=path/to/dir
 grade: $(STAMP)
-	$(BIN)/course grade $(SUBMISSIONS)
+	$(BIN)/course grade run $(SUBMISSIONS)
 
 ## stress: the test command beside 0, 2 and 4 CPU hogs, several runs each; prints passes and wall times
 stress: $(STAMP)

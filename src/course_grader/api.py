@@ -131,6 +131,6 @@ def hand_back_folders(to: Path) -> dict[str, Path]:
     is not one."""
     to = Path(to)
     if not (to / MARKER).is_file():
-        raise HandinError(f"{to}: not a hand-back folder (written by course grade --hand-back; no {MARKER})")
+        raise HandinError(f"{to}: not a hand-back folder (written by course grade hand-back; no {MARKER})")
     return {p.name: p for p in sorted(to.iterdir())
             if p.is_dir() and not p.is_symlink() and STUDENT_ID.fullmatch(p.name)}

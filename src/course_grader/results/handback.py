@@ -1,4 +1,4 @@
-"""Handing results back: ``course grade --hand-back OUT --to DIR``.
+"""Handing results back: ``course grade hand-back OUT --to DIR``.
 
 Everything in ``OUT`` is root-only (0700/0600): the gradebook, every student's pages, the class
 index. The hand-back writes, from the gradebook (reviews and cleared flags included):
@@ -91,7 +91,8 @@ def _check_target(to: Path) -> None:
     if to.is_symlink() or (to.exists() and not to.is_dir()):
         raise HandBackError(f"{to} is not a folder")
     if to.is_dir() and any(to.iterdir()) and not (to / MARKER).is_file():
-        raise HandBackError(f"{to} is not empty and was not written by --hand-back; give an empty or new folder")
+        raise HandBackError(f"{to} is not empty and was not written by course grade hand-back; "
+                            "give an empty or new folder")
 
 
 def _replace_folder(to: Path, student: str) -> Path:
@@ -124,7 +125,7 @@ def hand_back(book: Gradebook, out_dir: Path, to: Path, *, zip_pages: bool = Fal
     if not to.exists():
         to.mkdir(parents=True, mode=0o700)
     os.chmod(to, 0o700)
-    (to / MARKER).write_text("written by course grade --hand-back; each STUDENT/ folder is that student's\n")
+    (to / MARKER).write_text("written by course grade hand-back; each STUDENT/ folder is that student's\n")
     env = environment()
     for student, items in sorted(by_student.items()):
         staged = _replace_folder(to, student)

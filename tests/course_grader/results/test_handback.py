@@ -91,7 +91,7 @@ def test_a_folder_it_did_not_write_is_refused(tmp_path, graded, capsys):
     mine.mkdir()
     (mine / "thesis.tex").write_text("mine")
     assert grade_main(["--hand-back", str(graded.out_dir), "--to", str(mine)]) == 2
-    assert "not empty and was not written by --hand-back" in capsys.readouterr().err
+    assert "not empty and was not written by course grade hand-back" in capsys.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["thesis.tex"] and not (graded.out_dir / "lms").exists()
 
 

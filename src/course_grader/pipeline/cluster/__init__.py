@@ -1,4 +1,4 @@
-"""Grading on a Dask cluster: ``course grade DIR --scheduler ADDRESS`` (or ``--cluster local:N``).
+"""Grading on a Dask cluster: ``course grade run DIR --scheduler ADDRESS`` (or ``--cluster local:N``).
 
 The client (``client.py``) stays what a local run is: it discovers, loads and checks
 submissions, writes the gradebook, feedback and CSV. Only the grading of each submission
