@@ -284,8 +284,11 @@ def test_ctrl_c_prints_one_line_that_says_how_to_go_on(tmp_path):
 
     path = tmp_path / "slow.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(120)")]), path)
+    # A shell without job control starts background commands with SIGINT ignored, and Python keeps an ignored
+    # SIGINT ignored: give the command the default, as a terminal's foreground command has it.
     proc = subprocess.Popen([str(COURSE), "execute", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, start_new_session=True)
+                            text=True, cwd=ROOT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = proc.stdout.readline()              # "running 1 notebook(s) ..."
         assert "running 1 notebook" in first
