@@ -7,7 +7,7 @@ compilations, torch's ``recompiles`` log for guard failures, and
 helper prints keeps torch's whole text (graph-break ids, explanations, hints,
 links, the ``#`` notes of a guard failure); it only adds a count, a table or
 a label. Paths, timestamps and pids are left to the sanitize rules that store
-and compare notebook outputs (``tests/nbval_sanitize.cfg``).
+and compare notebook outputs (``course_tools/notebooks/nbval_sanitize.cfg``).
 
 What these helpers do not do: decide anything torch did not report. Where
 ``explain`` is blind (a break before the first captured op), the authority is

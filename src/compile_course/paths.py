@@ -12,7 +12,6 @@ SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 BUILD = ROOT / "build"
 REQUIREMENTS = ROOT / "requirements.txt"
-SANITIZE_FILE = ROOT / "tests" / "nbval_sanitize.cfg"
 
 
 def writable(path: Path) -> bool:

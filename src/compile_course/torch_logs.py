@@ -7,7 +7,7 @@ allowed). Nothing is filtered or re-worded: graph-break ids, hints, links,
 the ``#`` explanations of a recompile and guard dumps all appear as torch
 wrote them. The volatile parts of torch's log prefix (date, time, pid, and
 line numbers inside torch's own source) are replaced by the sanitize rules in
-``tests/nbval_sanitize.cfg`` when outputs are stored and compared.
+``course_tools/notebooks/nbval_sanitize.cfg`` when outputs are stored and compared.
 
 What it does not do: it does not capture the text (use ``recompile_log`` for
 that), and it does not touch loggers outside ``torch._logging`` except the

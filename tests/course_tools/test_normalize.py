@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rules_come_from_the_nbval_sanitize_file():
-    assert normalize.SANITIZE_FILE == ROOT / "tests" / "nbval_sanitize.cfg"
+    assert normalize.SANITIZE_FILE == ROOT / "src" / "course_tools" / "notebooks" / "nbval_sanitize.cfg"
     rules = sanitize_rules()
     assert [r for _, r in rules][:3] == ["0xADDRESS", "<notebook cell>", "<tmpdir>"]
     assert len(rules) == len(set(r.pattern for r, _ in rules))

@@ -1,6 +1,6 @@
 """Make stored notebook outputs deterministic, and audit that they are.
 
-The rules for volatile strings live in ``tests/nbval_sanitize.cfg``: nbval
+The rules for volatile strings live in ``src/course_tools/notebooks/nbval_sanitize.cfg``: nbval
 uses that file when comparing, and ``normalize_notebook`` applies the same
 rules when outputs are stored, so there is one list of them.
 
@@ -16,12 +16,13 @@ import copy
 import re
 from pathlib import Path
 
-from compile_course.paths import SANITIZE_FILE
-
 KERNEL_NAME = "python3"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 VOLATILE_TAG = "nbval-ignore-output"
 RAISES_TAG = "raises-exception"
+
+# what varies in a stored output and how it is written instead: read by nbval (pyproject.toml) and by this module
+SANITIZE_FILE = Path(__file__).with_name("nbval_sanitize.cfg")
 
 
 def sanitize_rules(path: Path = SANITIZE_FILE) -> list[tuple[re.Pattern, str]]:
