@@ -234,7 +234,7 @@ def _dispatch(argv: list[str]) -> int:
         from course_exchange.cli import COMMANDS
         return COMMANDS[argv[0]](argv[1:])
     if argv[:1] == ["workspace"]:
-        from compile_course.workspace import main as workspace_main
+        from .workspace_command import main as workspace_main
         return workspace_main(argv[1:])
     if argv[:1] == ["lab"]:
         from .lab import main as lab_main
