@@ -64,7 +64,8 @@ class answer_fn:  # noqa: N801
 
 @dataclass(frozen=True)
 class spy:  # noqa: N801
-    """An argument that stands in for the function ``name``: it calls it, and records each call.
+    """An argument that stands in for the function ``name``: it calls it (compiled, backend ``"eager"``), and
+    records each call, checked against what the calls compiled (``measurement.Spy.records``).
 
     The records (dtype, shape, requires_grad and dynamic-shape marks of each tensor argument, and the
     grad mode) come back in ``CallResult.spied``; replay them with ``reference.compile(name,
@@ -143,7 +144,7 @@ class Namespace:
         real, spies = self._args(args, watches)
         result = _timed_call(fn, real, grad, watches)
         if spies:
-            result.spied = [c for s in spies for c in s.calls]
+            result.spied = [c for s in spies for c in s.records()]
         return CallResult.from_data(result.to_data())
 
     def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:

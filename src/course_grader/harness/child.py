@@ -180,7 +180,7 @@ def _serve(payload: dict) -> dict:
                 fn = load_checked(function.source, name, allowed, namespace)
             result = measure.call_one(*_called(fn, caller, args), grad=options.grad)
         if spies:
-            result.spied = [c for s in spies for c in s.calls]
+            result.spied = [c for s in spies for c in s.records()]
         if watches:
             result.timeline = watches[0].timeline()
         return ServeReply(answer=result.to_data(), op=op).to_data()

@@ -261,3 +261,44 @@ def test_a_keyword_warm_up_is_graded_by_what_torch_reuses(grade_with):
     body = ("x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x=x)")
     verdict = grade_with("ex03", cells(warm=warm_up(*body)))["ex03-test-warm-up"]
     assert verdict.passed, verdict.message
+
+
+# What the recorded calls cannot say (adv-report: mal02, mal03, mal07): the stand-in's calls really compile, and
+# once warm_up has returned, each recorded call made again there, as the replay makes it, must compile nothing.
+@pytest.mark.parametrize("body, phrase", [
+    # (a) Dynamo guards on a tensor's type: a Parameter's graph does not serve the plain tensors of serving
+    (("p = nn.Parameter(torch.randn(4, 8), requires_grad=False)", "torch._dynamo.mark_dynamic(p, 0)",
+      "compiled_h(p)"), "does not serve it"),
+    # (b) and on autocast, at the time of the call
+    (("x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "with torch.autocast('cpu'):",
+      "    compiled_h(x)"), "does not serve it"),
+    # ... and on the deterministic-algorithms setting, left on for the calls only
+    (("torch.use_deterministic_algorithms(True)", "x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)",
+      "compiled_h(x)", "torch.use_deterministic_algorithms(False)"), "does not serve it"),
+    # (c) a warm-up undone after its calls: nothing it compiled is left for serving
+    (("x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)", "torch.compiler.reset()"),
+     "does not serve it"),
+    # a global setting the warm-up changes and leaves changed: serving's state is the one before it
+    (("torch.set_num_threads(3)", "x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)"),
+     "does not serve it"),
+])
+def test_a_warm_up_serving_would_not_reuse_fails_whatever_its_record_says(grade_with, body, phrase):
+    verdicts = grade_with("ex03", cells(warm=warm_up(*body)))
+    verdict = verdicts["ex03-test-warm-up"]
+    assert not verdict.passed and phrase in verdict.message, verdict.message
+    assert all(verdicts[t].passed for t in PREDICTION_TESTS)
+
+
+@pytest.mark.parametrize("body", [
+    # torch.compiler.reset() before warming up empties the caches and leaves the warm-up's graphs alone
+    ("torch.compiler.reset()", "x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)"),
+    # a global setting changed and put back before the calls changes nothing
+    ("torch.use_deterministic_algorithms(True)", "torch.use_deterministic_algorithms(False)",
+     "x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)"),
+    # an autocast call first, then the call serving reuses: served, as torch serves it
+    ("x = torch.randn(4, 8)", "torch._dynamo.mark_dynamic(x, 0)", "compiled_h(x)", "with torch.autocast('cpu'):",
+     "    compiled_h(x)"),
+])
+def test_a_warm_up_serving_reuses_passes_whatever_else_it_did(grade_with, body):
+    verdict = grade_with("ex03", cells(warm=warm_up(*body)))["ex03-test-warm-up"]
+    assert verdict.passed, verdict.message
