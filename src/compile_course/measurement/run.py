@@ -26,11 +26,14 @@ def upstream_gradient(out: torch.Tensor) -> torch.Tensor:
 
 
 def restore_global_state() -> None:
-    """Undo what a call may have switched globally (stance, grad mode, default dtype, seed)."""
+    """Undo what a call may have switched globally (stance, grad mode, default dtype, seed), and empty
+    torch's counters: a call's :attr:`CallResult.compiled` is the difference over that call alone, and
+    nothing a call left in them (a count, a group of its own) reaches the next one."""
     torch.compiler.set_stance("default")
     torch.set_grad_enabled(True)
     torch.set_default_dtype(torch.float32)
     torch.manual_seed(0)
+    torch._dynamo.utils.counters.clear()
 
 
 def compile_stats() -> dict:

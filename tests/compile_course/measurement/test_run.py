@@ -83,3 +83,15 @@ def test_restore_global_state_undoes_what_a_call_switched():
     restore_global_state()
     assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
     assert call_one(torch.compile(lambda x: x + 1, backend="eager"), (torch.ones(1),)).compiled["graphs"] == 1
+
+
+def test_nothing_a_call_leaves_in_torch_s_counters_reaches_the_next_call():
+    # mal06: a timing answer kept its own count in torch._dynamo.utils.counters["adv_state"] from one graded
+    # call to the next, and the counters are what a call's `compiled` figures come from
+    counters = torch._dynamo.utils.counters
+    counters["adv_state"]["runs"] += 1
+    counters["inductor"]["fxgraph_cache_hit"] += 7
+    restore_global_state()
+    assert "adv_state" not in counters and counters["inductor"]["fxgraph_cache_hit"] == 0
+    result = call_one(torch.compile(lambda x: x * 2, backend="eager"), (torch.ones(1),))
+    assert result.compiled == {"graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 0}

@@ -194,3 +194,14 @@ def test_eager_timed_on_fewer_threads_than_compiled_gets_the_boundary_only(grade
         {k: v.message for k, v in verdicts.items()}
     assert "different torch thread counts (1 and 2" in verdicts["ex05-test-timing"].message
     assert "thread counts" in verdicts["ex05-test-cache-speedup"].message
+
+
+def test_inductor_s_counters_rewritten_by_subscript_refuse_the_answer(grade_with, model):
+    # the adversarial student's mal06: after a compile that missed the cache, the answer wrote the counters
+    # back by subscript (`c["fxgraph_cache_miss"] = ...`) so that the grader's own reading said 'warm' (5/5)
+    after = "    after = dict(torch._dynamo.utils.counters[\"inductor\"])\n"
+    forged = after + ("    c = torch._dynamo.utils.counters[\"inductor\"]\n"
+                      "    c[\"fxgraph_cache_miss\"] = before.get(\"fxgraph_cache_miss\", 0)\n")
+    verdicts = grade_with("ex05", edited(model, after, forged))
+    assert failing(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+    assert "writing into `c[...]` is not allowed" in verdicts["ex05-test-cache-speedup"].message

@@ -3,10 +3,11 @@
 It lives in ``course_grader.harness`` because both sides use it: the trusted side
 (``course_grader.verdict``, ``intake``, ``exercise.answers``) before anything is sent, and the measuring
 process, where only ``course_grader.harness`` is importable, again before it runs
-the code. Its three parts: :mod:`.rules` (what is allowed: ``AllowList``, ``for_cell``, the lists
+the code. Its four parts: :mod:`.rules` (what is allowed: ``AllowList``, ``for_cell``, the lists
 below, the size-limited ``parse_source``), :mod:`.check` (``check_function`` and the resolution of
-module attribute chains) and :mod:`.extract` (``extract_function``, ``measured_namespace``,
-``load_checked``). Import each name from its module; this package holds no code.
+module attribute chains), :mod:`.writes` (stores and mutating methods on objects the function did not
+build) and :mod:`.extract` (``extract_function``, ``measured_namespace``, ``load_checked``). Import
+each name from its module; this package holds no code.
 
 A measured answer (ex01's rewrite, ex03's warm-up, ex04's fixture, ex05's timing
 function) reaches a sandboxed measuring process only as the source of one
@@ -29,7 +30,9 @@ the like are other modules and are rejected. A module may only start a longer
 chain or be given a plain local name; passed anywhere else it could not be checked.
 
 Rejected, each with a message a student can act on: attribute stores and
-deletes, ``_``/dunder attribute access outside the listed paths, ``.format``
+deletes, subscript stores and mutating methods (``.update``, ``.clear``, ``.add_``...) on what a
+module or the exercise holds (``torch._dynamo.utils.counters["inductor"][k] = v``),
+``_``/dunder attribute access outside the listed paths, ``.format``
 (string formatting can read attributes by name), the frame, generator and code
 attributes that have no ``_`` (``gi_frame``, ``f_back``, ``f_globals``...), the torch.fx graph
 surgery and code generation a callable ``backend=`` is handed (``.graph``, ``.recompile``,

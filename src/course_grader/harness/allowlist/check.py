@@ -9,6 +9,7 @@ the code (:mod:`.extract` does that, in the child only).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ..denied import measured_denial
 from .rules import (
@@ -24,6 +25,7 @@ from .rules import (
     AllowListError,
     check_size,
 )
+from .writes import Sharing, check_writes
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, type(None))
 
@@ -60,8 +62,13 @@ def _line(node: ast.AST) -> str:
 
 
 def check_function(fn: ast.FunctionDef, allowed: AllowList, extra_names: frozenset[str] = frozenset(),
-                   where: str = "your function") -> None:
-    """Raise ``AllowListError`` for the first construct of ``fn`` that is not allowed."""
+                   where: str = "your function", shared: frozenset[str] = frozenset(),
+                   shared_params: bool = False) -> Sharing:
+    """Raise ``AllowListError`` for the first construct of ``fn`` that is not allowed.
+
+    ``extra_names``: the cell's helpers and constants ``fn`` may name; ``shared``, ``shared_params``
+    and the result: what :func:`.writes.check_writes` takes and returns (helpers that hand out, or are
+    handed, state ``fn`` did not build)."""
     label = f"{where}: `{fn.name}`"
     check_size(fn, label)
     if fn.decorator_list:
@@ -104,7 +111,10 @@ def check_function(fn: ast.FunctionDef, allowed: AllowList, extra_names: frozens
                 and len(node.value) > MAX_CONSTANT_CHARS:
             raise AllowListError(f"{label} {_line(node)}: a string constant longer than "
                                  f"{MAX_CONSTANT_CHARS} characters")
-    _check_module_chains(fn, allowed, label)
+    is_module_node, is_class_node = _check_module_chains(fn, allowed, label)
+    return check_writes(fn, label, is_module=is_module_node, is_class=is_class_node, local=bound_names(fn) - {fn.name},
+                        provided=allowed.provided, helpers=extra_names - {fn.name}, shared=shared,
+                        shared_params=shared_params)
 
 
 def _check_name(node: ast.Name, known: set[str], label: str) -> None:
@@ -218,8 +228,11 @@ def is_module(obj: object) -> bool:
     return type(obj).__name__ == "module" and hasattr(obj, "__spec__")
 
 
-def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) -> None:
-    """Resolve every attribute chain rooted at a provided module (or a local alias of one).
+def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList,
+                         label: str) -> tuple[Callable[[ast.AST], bool], Callable[[ast.AST], bool]]:
+    """Resolve every attribute chain rooted at a provided module (or a local alias of one); return two
+    tests of a name or chain of ``fn``: it is a module (``torch``, ``F = torch.nn.functional``), it is a
+    class (``torch.Tensor``).
 
     A module may appear only at the start of a longer chain, or as the whole right-hand
     side of ``name = <module chain>`` (``F = torch.nn.functional``), which makes ``name``
@@ -228,7 +241,7 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) ->
     """
     roots = allowed.module_roots()
     if not roots:
-        return
+        return (lambda node: False), (lambda node: False)
     dotted = allowed.dotted
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(fn):
@@ -293,3 +306,18 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList, label: str) ->
             continue
         raise AllowListError(f"{label} {_line(node)}: the module `{found[0]}` may only be used to reach its "
                              f"functions (`{found[0]}.name`) or be given a plain local name (`m = {found[0]}`)")
+
+    seen: dict[int, object] = {}
+    missing = object()
+
+    def found_object(node: ast.AST) -> object:
+        if not isinstance(node, (ast.Attribute, ast.Name)):
+            return missing
+        if id(node) not in seen:
+            try:
+                found = resolve(node)
+            except AllowListError:
+                found = None
+            seen[id(node)] = missing if found is None else found[1]
+        return seen[id(node)]
+    return lambda node: is_module(found_object(node)), lambda node: isinstance(found_object(node), type)

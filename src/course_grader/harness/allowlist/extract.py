@@ -86,11 +86,20 @@ def extract_function(source: str, name: str, allowed: AllowList, where: str = "y
     parts = []
     order = {id(node): i for i, node in enumerate(tree.body)}
     chosen = sorted({id(bound[n]): bound[n] for n in needed}.values(), key=lambda n: order.get(id(n), 0))
+    checked = {id(node): node if isinstance(node, ast.FunctionDef) else _constant_check(node)
+               for node in chosen if isinstance(node, ast.FunctionDef) or not _is_literal(node.value)}
+    shared: set[str] = set()     # helpers and constants whose value may be a module's state
+    given: set[str] = set()      # helpers handed such state
+    for _ in range(len(checked) + 1):    # to a fixed point: both only grow
+        before = (set(shared), set(given))
+        for fn in checked.values():
+            sharing = check_function(fn, allowed, helpers, where, frozenset(shared), fn.name in given)
+            if sharing.returns:
+                shared.add(fn.name)
+            given |= sharing.passes_to
+        if (shared, given) == before:
+            break
     for node in chosen:
-        if isinstance(node, ast.FunctionDef):
-            check_function(node, allowed, helpers, where)
-        elif not _is_literal(node.value):
-            check_function(_constant_check(node), allowed, helpers, where)
         parts.append(ast.unparse(node))
     return "\n\n".join(parts) + "\n"
 
