@@ -70,10 +70,13 @@ def normalized(text: str) -> str:
 
 
 def cell_digest(cell_type: str, source: str) -> str:
-    """SHA-256 of a cell's type and :func:`normalized` source: how the release record remembers a version."""
+    """SHA-256 of a cell's type and :func:`normalized` source: how the release record remembers a version.
+
+    A lone surrogate (``\\udc80``, which JSON can hold) is hashed as it stands, so a cell holding one is
+    matched, and reported, like any other edit."""
     import hashlib
 
-    return hashlib.sha256(f"{cell_type}\n{normalized(source)}".encode()).hexdigest()
+    return hashlib.sha256(f"{cell_type}\n{normalized(source)}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _released_before(ex: Exercise, cid: str, cell: _SubCell) -> bool:

@@ -232,3 +232,11 @@ def test_an_import_of_another_module_is_still_refused():
     with pytest.raises(AllowListError):
         extract_function("from os import system\n\ndef f(x):\n    return system('true')\n", "f",
                          AllowList(provided=frozenset({"torch"})))
+
+
+def test_a_character_that_cannot_be_encoded_is_named_with_its_line():
+    # the adversarial student's mal09: a lone surrogate in an answer was reported as "nested too deeply"
+    source = "def f(x):\n    return x\n# note \udc80\n"
+    with pytest.raises(AllowListError, match=r"line 3 holds a character that cannot be encoded") as info:
+        extract_function(source, "f", AllowList(provided=frozenset({"torch"})))
+    assert "nested too deeply" not in str(info.value)

@@ -147,3 +147,19 @@ def test_a_name_hidden_in_a_long_string_of_the_answer_is_found(exercise):
     answer.source += f"\nPATH = '{'x' * 6_000}.gi_frame.f_back'\n"
     flags = [f.text for f in check(exercise, nb).flags]
     assert any(".gi_frame in a string" in f for f in flags), flags
+
+
+def test_a_lone_surrogate_in_an_edited_locked_markdown_cell_is_a_notice_not_a_rejection(exercise):
+    # the adversarial student's mal08: a JSON "\udc80" in a locked markdown cell made cell_digest raise
+    # UnicodeEncodeError, and the whole notebook was rejected as "could not be matched"
+    from course_grader.intake.cells import cell_digest
+
+    nb = answered_notebook(exercise)
+    md = next(c for c in nb.cells if c.metadata.get("course", {}).get("kind") == "locked" and c.cell_type == "markdown")
+    md.source += "\n\nmy note: \udc80\n"
+    checked = check(exercise, nb)
+    assert not checked.reject and checked.flags == []
+    notices = [f.text for f in checked.notices if f.where == md.metadata["course"]["id"]]
+    assert notices[0].startswith("locked cell edited")
+    assert cell_digest("markdown", "a \udc80") != cell_digest("markdown", "a \udc81")
+    assert cell_digest("markdown", "plain é") == __import__("hashlib").sha256("markdown\nplain é".encode()).hexdigest()

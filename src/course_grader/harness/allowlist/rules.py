@@ -133,9 +133,21 @@ def parse_source(source: str, where: str) -> ast.Module:
         return parse(strip_magics(source))
     except SyntaxError as exc:
         raise AllowListError(f"{where}: syntax error on line {exc.lineno}: {exc.msg}") from None
+    except UnicodeError:
+        raise AllowListError(f"{where}: line {_unencodable_line(source)} holds a character that cannot be encoded "
+                             "(a lone surrogate such as \\udc80): delete it or write it as an escape") from None
     except (RecursionError, MemoryError, ValueError):
         raise AllowListError(f"{where}: the cell cannot be parsed (nested too deeply, or too large)") from None
 
+
+
+def _unencodable_line(source: str) -> int | str:
+    for number, line in enumerate(source.splitlines(), 1):
+        try:
+            line.encode("utf-8")
+        except UnicodeError:
+            return number
+    return "?"
 
 
 def check_size(tree: ast.AST, where: str) -> None:
