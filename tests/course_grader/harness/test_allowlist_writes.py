@@ -100,3 +100,13 @@ def test_an_own_tensor_is_changed_in_the_measuring_process_too():
     import torch
     fn = load_checked(OWN[1], "f", EX05, {"torch": torch})
     assert fn(torch.zeros(2)).tolist() == [2.0, 0.0]
+
+
+def test_a_long_chain_of_aliases_in_reverse_order_is_followed_to_its_end():
+    # the first version stopped after 50 passes over the function, so 60 aliases written backwards in a loop
+    # (each pass learns one more) carried the counters past the check
+    chain = [f"        a{i} = a{i + 1}" for i in range(300)]
+    source = "\n".join(["def f(x):", "    while True:", *chain, f"        a300 = {COUNTERS}",
+                        "        a0['inductor']['fxgraph_cache_hit'] = 1", "        break"]) + "\n"
+    with pytest.raises(AllowListError, match="line 304: writing into"):
+        extract_function(source, "f", EX05)

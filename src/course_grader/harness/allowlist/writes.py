@@ -89,6 +89,7 @@ def check_writes(fn: ast.FunctionDef, label: str, *, is_module: Callable[[ast.AS
     if shared_params:
         levels.update({n: Level.SHARED for n in own_params})
     escaped = [False]
+    risen: list[str] = []     # the names whose level the last step raised
     passes_to: set[str] = set()
 
     def name_level(name: str) -> Level:
@@ -166,7 +167,7 @@ def check_writes(fn: ast.FunctionDef, label: str, *, is_module: Callable[[ast.AS
             if is_module(func.value):
                 return
             if isinstance(func.value, ast.Name) and level(func.value) is Level.OWN:
-                levels[func.value.id] = max(levels.get(func.value.id, Level.OWN), Level.HOLDS)   # own.append(shared)
+                bind(func.value, Level.HOLDS)   # own.append(shared): it holds a shared value now
                 if not any(isinstance(a, (ast.Name, ast.Lambda)) for a in args):
                     return
         elif isinstance(func, ast.Name) and func.id in PLAIN_BUILTINS and func.id not in local:
@@ -178,45 +179,72 @@ def check_writes(fn: ast.FunctionDef, label: str, *, is_module: Callable[[ast.AS
         if isinstance(target, ast.Name):
             if value > levels.get(target.id, Level.OWN):
                 levels[target.id] = value
+                risen.append(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for t in target.elts:
                 bind(t, Level.SHARED if value else Level.OWN)
         elif isinstance(target, ast.Starred):
             bind(target.value, Level.HOLDS if value else Level.OWN)
 
-    for _ in range(len(params) + 50):       # to a fixed point: levels only grow
-        before = (dict(levels), escaped[0])
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
-                            and len(target.elts) == len(node.value.elts):
-                        for t, v in zip(target.elts, node.value.elts, strict=True):
-                            bind(t, level(v))
-                    else:
-                        bind(target, level(node.value))
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                bind(node.target, level(node.value))
-            elif isinstance(node, (ast.For, ast.comprehension)):
-                bind(node.target, Level.SHARED if level(node.iter) else Level.OWN)
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                bind(node.optional_vars, level(node.context_expr))
-            elif isinstance(node, ast.Call):
-                note_escapes(node)
-            elif isinstance(node, ast.FunctionDef) and node is not fn:
-                returned = max((level(r.value) for r in ast.walk(node) if isinstance(r, ast.Return)),
-                               default=Level.OWN)
-                bind(ast.Name(node.name), Level.SHARED if returned else Level.OWN)
-            if isinstance(node, (ast.FunctionDef, ast.Lambda)):
-                args = node.args
-                defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-                nested = node is not fn
-                if any(level(d) for d in defaults) or (nested and escaped[0]):
-                    for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
-                        if a is not None and (nested or shared_params or any(level(d) for d in defaults)):
-                            bind(ast.Name(a.arg), Level.SHARED)
-        if (dict(levels), escaped[0]) == before:
-            break
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
+                        and len(target.elts) == len(node.value.elts):
+                    for t, v in zip(target.elts, node.value.elts, strict=True):
+                        bind(t, level(v))
+                else:
+                    bind(target, level(node.value))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            bind(node.target, level(node.value))
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            bind(node.target, Level.SHARED if level(node.iter) else Level.OWN)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bind(node.optional_vars, level(node.context_expr))
+        elif isinstance(node, ast.Call):
+            note_escapes(node)
+        elif isinstance(node, ast.Return) and node.value is not None and id(node) in owner:
+            bind(ast.Name(owner[id(node)]), Level.SHARED if level(node.value) else Level.OWN)
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            args = node.args
+            defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+            nested = node is not fn
+            if any(level(d) for d in defaults) or (nested and escaped[0]):
+                for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                    if a is not None:
+                        bind(ast.Name(a.arg), Level.SHARED)
+
+    # To a fixed point, by a work list: levels only grow, and a step is done again only when a name it
+    # reads has risen (or, for parameters, when a value first escaped), so a long chain of aliases in any
+    # order costs no more than its length.
+    owner: dict[int, str] = {}    # a nested def's `return`: the def's name is shared if what it returns is
+    for node in ast.walk(fn):
+        if isinstance(node, ast.FunctionDef) and node is not fn:
+            owner.update({id(r): node.name for r in ast.walk(node) if isinstance(r, ast.Return)})
+    steps = [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr,
+                                                       ast.For, ast.comprehension, ast.withitem, ast.Call,
+                                                       ast.Return, ast.FunctionDef, ast.Lambda))]
+    readers: dict[str, list[ast.AST]] = {}
+    for step in steps:
+        read = step.args if isinstance(step, (ast.FunctionDef, ast.Lambda)) else \
+            step.iter if isinstance(step, (ast.For, ast.comprehension)) else step
+        for name in {n.id for n in ast.walk(read) if isinstance(n, ast.Name)}:
+            readers.setdefault(name, []).append(step)
+    signatures = [s for s in steps if isinstance(s, (ast.FunctionDef, ast.Lambda))]
+    work, queued = list(reversed(steps)), {id(s) for s in steps}
+    while work:
+        step = work.pop()
+        queued.discard(id(step))
+        was_escaped = escaped[0]
+        risen.clear()
+        visit(step)
+        again = [r for n in risen for r in readers.get(n, ())]
+        if escaped[0] and not was_escaped:
+            again += signatures
+        for r in again:
+            if id(r) not in queued:
+                queued.add(id(r))
+                work.append(r)
 
     parents = {id(child): node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(fn):
