@@ -31,6 +31,10 @@ WRITES = [
     f"def f(x):\n    a, b = {COUNTERS}['inductor'], 1\n    a['x'] = b\n",
     f"def f(x):\n    with {COUNTERS}['inductor'] as c:\n        pass\n    c['x'] = 1\n",
     f"def f(x):\n    for {COUNTERS}['inductor']['x'] in range(3):\n        pass\n",
+    # an augmented assignment changes a dict, a Counter or a tensor in place
+    f"def f(x):\n    c = {COUNTERS}['inductor']\n    c |= {{'fxgraph_cache_hit': 9}}\n",
+    f"def f(x):\n    c = {COUNTERS}['inductor']\n    c += {{'fxgraph_cache_hit': 9}}\n",
+    "def f(x):\n    t = X\n    t += 1.0\n",
     # mutating methods, bound, unbound or kept for later
     f"def f(x):\n    {COUNTERS}['inductor'].update(fxgraph_cache_hit=5)\n",
     f"def f(x):\n    {COUNTERS}.clear()\n",
@@ -60,7 +64,7 @@ def test_a_write_into_state_the_function_did_not_build_is_refused_with_its_line(
         extract_function(source, "f", EX05)
     text = str(info.value)
     assert "line " in text and "measured code may change only objects it built itself" in text \
-        or "only called on an object of your own" in text, text
+        or "only called on an object of your own" in text or "change in place; work on a copy" in text, text
 
 
 def test_the_message_names_the_line_and_the_object():
@@ -88,6 +92,8 @@ OWN = [
     f"def counts():\n    c = {COUNTERS}['inductor']\n    return c['fxgraph_cache_miss'], c['fxgraph_cache_hit']\n\n\n"
     "def f(x):\n    times = []\n    times.append(counts())\n    return times\n",
     "def f(x):\n    return torch.Tensor.add(x, 1), torch.cat([x, x])\n",
+    "def f(x):\n    x += 1.0\n    total = 0\n    total += 1\n"
+    f"    n = int({COUNTERS}['inductor']['fxgraph_cache_hit'])\n    n += 1\n    return x, n\n",
 ]
 
 

@@ -39,6 +39,9 @@ ITEM_BUILTINS = frozenset({"iter", "next", "reversed", "enumerate", "zip", "filt
 PLAIN_BUILTINS = COPYING_BUILTINS | frozenset({
     "iter", "next", "reversed", "enumerate", "zip", "len", "str", "repr", "int", "float", "bool", "complex",
     "abs", "round", "sum", "isinstance", "print", "range", "any", "all", "divmod", "pow", "slice"})
+_OPERATORS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.MatMult: "@=", ast.Div: "/=", ast.Mod: "%=",
+              ast.Pow: "**=", ast.LShift: "<<=", ast.RShift: ">>=", ast.BitOr: "|=", ast.BitXor: "^=",
+              ast.BitAnd: "&=", ast.FloorDiv: "//="}
 FRESH_METHODS = frozenset({"clone"})    # a method of a shared object whose result is a new object
 
 
@@ -254,6 +257,13 @@ def check_writes(fn: ast.FunctionDef, label: str, *, is_module: Callable[[ast.AS
                 f"{label} {_line(node)}: writing into `{ast.unparse(node.value)}[...]` is not allowed: measured "
                 "code may change only objects it built itself (`x = torch.zeros(3); x[0] = 1`, a list or dict it "
                 "made) or was given as arguments, never what a module or the exercise holds")
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
+                and levels.get(node.target.id) is Level.SHARED:
+            raise AllowListError(
+                f"{label} {_line(node)}: `{node.target.id} {_OPERATORS.get(type(node.op), '?=')} ...` is not allowed: "
+                f"`{node.target.id}` may be an object a module or the exercise holds, which `+=`, `|=` and the like "
+                f"change in place; work on a copy of your own (`{node.target.id} = int(...)`, `dict(...)`, "
+                "`.clone()`)")
         if isinstance(node, ast.Attribute) and _is_mutator(node.attr):
             changed = node.value
             if is_class(node.value) or isinstance(node.value, ast.Name) and node.value.id not in local \
