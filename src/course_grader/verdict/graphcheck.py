@@ -7,6 +7,10 @@ output; arguments are node references and plain data. Where the answer cell allo
 that call the answer's own code (``course_grader.harness.opaque``): such a graph is re-run in a child
 that loads the answer, every other graph in one that runs no student code. ``disagreement`` compares the re-run's
 outputs and gradients with what the child reported for the call.
+
+Not accepted: a higher-order operator (``torch.cond``, ``while_loop``), whose branches are subgraphs read by
+``get_attr`` nodes. A replay would have to rebuild and run graphs the child sent, and ``harness.denied``
+refuses ``ops.higher_order`` in a replay; such a graph is refused with :data:`HIGHER_ORDER`, which says so.
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook
                             "backward", "retain_grad", "share_memory_", "pin_memory", "cuda", "to_sparse",
                             "untyped_storage", "storage", "set_", "resize_", "data_ptr", "tolist", "numpy",
                             "item", "__reduce_ex__", "__setstate__"})
+# What a student reads when the graph holds a higher-order operator (torch.cond, while_loop, ...): its branches
+# are graphs of their own (``get_attr`` nodes), which a replay does not rebuild, and ``harness.denied`` refuses
+# ``ops.higher_order`` in a replay. Said in the words of the exercise, not of the graph's nodes.
+HIGHER_ORDER = ("it uses torch.cond or another higher-order operator, whose branches are graphs of their own: "
+                "the grader re-runs only graphs of tensor operations, so it cannot check this one; "
+                "write the branch with tensor operations (torch.where, say)")
+HIGHER_ORDER_TARGET = re.compile(r"torch\.ops\.higher_order\.")
 # no "tensor": a graph Dynamo captures from a function of its arguments holds no tensor constants
 ARG_KEYS = frozenset({"node", "list", "tuple", "slice", "ellipsis", "device", "memory_format", "layout", "kwargs",
                       "float", "dtype", "dict", "object"})
@@ -111,6 +122,8 @@ def validate(graph: Any, answer_kinds: frozenset[str] = frozenset()) -> str | No
         elif op == "placeholder":
             if type(n.get("source")) is not str or not SOURCE.fullmatch(n["source"]):
                 return "an input that is not one of the function's arguments"
+        elif op == "get_attr" or (op == "call_function" and HIGHER_ORDER_TARGET.match(target)):
+            return HIGHER_ORDER
         elif op == "call_function":
             if resolve(target) is None:
                 return f"it calls {target[:60]!r}, which a replay does not run"

@@ -46,3 +46,14 @@ def test_unanswered_fails_every_test_with_a_message(grade_with):
     verdicts = grade_with("ex01", {"ex01-rewrite": 'raise NotImplementedError("ex01-rewrite: replace")'})
     assert not any(v.passed for v in verdicts.values())
     assert "def safe_normalize_rewrite" in verdicts["ex01-test-capture"].message
+
+
+def test_a_torch_cond_answer_is_told_the_grader_cannot_check_it(grade_with):
+    # the adversary's hon1: right values, one graph, but its branches are subgraphs (get_attr nodes) and
+    # torch.ops.higher_order.cond, which a replay refuses (harness.denied); the message says so in its words
+    verdicts = grade_with("ex01", body("norm = x.norm()",
+                                       "return torch.cond(norm > 0, lambda t: t / norm, lambda t: t.clone(), (x,))"))
+    for test in ("ex01-test-capture", "ex01-test-values"):
+        assert not verdicts[test].passed
+        assert "torch.cond or another higher-order operator" in verdicts[test].message, verdicts[test].message
+        assert "get_attr" not in verdicts[test].message

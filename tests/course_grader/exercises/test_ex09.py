@@ -112,3 +112,36 @@ def test_the_allow_list_opens_a_denied_part_only_along_the_listed_path():
             extract_function(f"def f():\n    return {refused}\n", "f", allowed)
     with pytest.raises(AllowListError, match="loads code"):
         extract_function("def f():\n    return torch.library.custom_op\n", "f", for_cell({"torch"}, set(), []))
+
+
+def test_an_op_called_only_while_compiling_is_opchecked_too(grade_with):
+    # the adversary's mal05: eagerly no custom op runs, so an eager-only search found none to opcheck; the
+    # compiled graph calls an op with no autograd registration (opcheck's autograd check refuses it)
+    source = "\n".join([
+        "def salt_kernel(like, name):",
+        "    return torch.full((), float(channel_salt(name)), dtype=like.dtype)",
+        "",
+        "",
+        "def salt_fake(like, name):",
+        "    return torch.empty((), dtype=like.dtype)",
+        "",
+        "",
+        "def make_op():",
+        "    op = torch.library.custom_op('adv::salt_sneaky', salt_kernel, mutates_args=(),",
+        "                                 schema='(Tensor like, str name) -> Tensor')",
+        "    op.register_fake(salt_fake)",
+        "    return op",
+        "",
+        "",
+        "SALT = make_op()",
+        "",
+        "",
+        "def scaled_block_fixed(x, w, name):",
+        "    h = torch.tanh(x @ w)",
+        "    if torch.compiler.is_compiling():",
+        "        return h * (SALT(h.detach(), name) * GAIN)",
+        "    return h * (channel_salt(name) * GAIN)",
+        ""])
+    verdicts = grade_with("ex09", {"ex09-answer": source})
+    assert passed(verdicts) == set(TESTS) - {"ex09-test-graph"}, {k: v.message for k, v in verdicts.items()}
+    assert "adv.salt_sneaky" in verdicts["ex09-test-graph"].message
