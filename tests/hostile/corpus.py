@@ -38,7 +38,7 @@ class Case:
     after: dict[str, str] = field(default_factory=dict)
     edit: Callable | None = None     # edit(notebook dict) -> None, after replace/after
     status: str = "graded"           # graded, flagged or rejected
-    reason: str = ""                 # a pattern the reason or notes must match
+    reason: str = ""                 # a pattern the reason, notes or notices must match
     open: str = ""                   # a hole not closed yet: who owns it, why it is open (the test expects a failure)
 
 
@@ -143,6 +143,77 @@ EX05_HONEST_TAIL = '''\
             "cache": cache, "speedup": speedup, "boundary": boundary}
 '''
 
+# every figure measured, then the counters the grader reads written to say what the report claims; a Counter of
+# its own in torch's counters dict tells the function which graded call it is in
+EX05_FORGED_COUNTERS = EX05_HONEST_HEAD + '''\
+    eager_first = timed(fn)
+    eager_fastest = min(timed(fn) for _ in range(10))
+    runs = torch._dynamo.utils.counters["my_runs"]
+    runs["time_and_record"] += 1
+    later = runs["time_and_record"] > 1
+    codegen = backend in CODEGEN_BACKENDS
+    torch._dynamo.reset()
+    # a later inductor run compiles another graph (dynamic shapes): inductor's FX graph cache misses
+    compiled = torch.compile(fn, backend=backend, dynamic=codegen and later)
+    inductor = torch._dynamo.utils.counters["inductor"]
+    miss, hit = inductor["fxgraph_cache_miss"], inductor["fxgraph_cache_hit"]
+    compiled_first = timed(compiled)
+    inductor = torch._dynamo.utils.counters["inductor"]
+    cache = None
+    if codegen and not later:
+        cache = "cold" if inductor["fxgraph_cache_miss"] > miss else "warm"
+    elif codegen:
+        cache = "warm"                          # claimed, whatever happened ...
+        inductor["fxgraph_cache_miss"] = miss   # ... and the counters written to agree
+        inductor["fxgraph_cache_hit"] = hit + 1
+    compiled_fastest = min(timed(compiled) for _ in range(10))
+    return {"backend": backend, "eager_first_s": eager_first, "eager_fastest_s": eager_fastest,
+            "compiled_first_s": compiled_first, "compiled_fastest_s": compiled_fastest, "cache": cache,
+            "speedup": eager_fastest / compiled_fastest if codegen else None,
+            "boundary": {"backend": backend, "fullgraph": False, "dynamic": codegen and later,
+                         "inputs": f"x: {str(x.dtype)[6:]}{list(x.shape)}, cpu, contiguous",
+                         "diagnostics": ["time.perf_counter around each call", "inductor FX graph cache counters"]}}
+'''
+
+# a custom op with no autograd formula (torch.library.opcheck fails it), called only while torch traces
+EX09_OP_WHEN_TRACED = '''\
+def _salt_like(like, name):
+    return torch.full((), float(channel_salt(name)), dtype=like.dtype)
+
+
+def _salt_shape(like, name):
+    return like.new_empty(())
+
+
+def make_op():
+    op = torch.library.custom_op("hostile::salt_when_traced", _salt_like, mutates_args=(),
+                                 schema="(Tensor like, str name) -> Tensor")
+    op.register_fake(_salt_shape)
+    return op
+
+
+SALT = make_op()
+
+
+def scaled_block_fixed(x, w, name):
+    hidden = torch.tanh(x @ w)
+    if torch.compiler.is_compiling():   # the op only where torch traces: called eagerly, no op shows
+        return hidden * (SALT(hidden.detach(), name) * GAIN)
+    return hidden * (channel_salt(name) * GAIN)
+'''
+
+EX07_GUESSED_GRAPHS = ("GRAPHS = {'log_every_step': 1, 'log_once_after': 1, 'log_if_verbose': 1,\n"
+                       "          'loop_calls_logger': 1, 'twice_through_the_loop': 1, 'rescale_each_step': 1}\n")
+
+# a right rewrite; one comment holds a lone surrogate (what a truncated paste of an emoji leaves)
+EX07_REWRITE_SURROGATE_COMMENT = (
+    "def smooth_until_flat_rewrite(x):\n"
+    "    flat = torch.zeros((), dtype=torch.bool)\n"
+    "    for _ in range(STEPS):   # every step traced; a flat input stops changing \udfff\n"
+    "        x = torch.where(flat, x, 0.5 * (x + x.roll(1)))\n"
+    "        flat = flat | ((x.max() - x.min()) < TOL)\n"
+    "    return x\n")
+
 
 # ------------------------------------------------------------------ notebook-format edits
 
@@ -227,6 +298,12 @@ def _surrogates(nb: dict) -> None:
                         "source": "Notes \udcff\u202e\u2066 bidi \ufeff zero\u200bwidth"})
 
 
+def _surrogate_in_locked_markdown(nb: dict) -> None:
+    """A note ending in a lone surrogate (half of an emoji) added to a locked markdown cell."""
+    cell = nb["cells"][_index(nb, "ex07-a-task")]
+    cell["source"] = "".join(cell["source"]) + "\n\nmy note: \ud83d\n"
+
+
 def _cell_as_list(nb: dict) -> None:
     """Every source as a list of lines (as Jupyter writes), with CRLF endings and a BOM-like first char."""
     for cell in nb["cells"]:
@@ -302,6 +379,18 @@ CASES: list[Case] = [
          edit=_surrogates),
     Case("honest-crlf-list-sources", "ex01", 8, "the model answer, every source a list of CRLF lines",
          edit=_cell_as_list),
+    Case("honest-torch-cond", "ex01", 0, "a right rewrite with torch.cond (adversary's hon1): the reference's "
+         "branch kept as a branch, its two sides nested functions, captured as one graph with a cond node, same "
+         "values, dtypes and gradients as the reference. The exercise says (How it is graded, since 4fd383c) "
+         "that the grader re-runs graphs of tensor operations only, and that an answer built on torch.cond or "
+         "another higher-order operator earns no points however right its values: 0 is what it promises",
+         replace={"ex01-rewrite": (
+             "def safe_normalize_rewrite(x):\n"
+             "    '''One graph: torch.cond keeps the reference's branch (no division where the norm is 0).'''\n"
+             "    norm = x.norm()\n\n"
+             "    def divided(v):\n        return v / norm\n\n"
+             "    def unchanged(v):\n        return v.clone()   # a branch of torch.cond may not return its input\n\n"
+             "    return torch.cond(norm > 0, divided, unchanged, (x,))\n")}),
     # ---- ex02: literal diagnoses
     Case("honest-annotated-duplicate-keys", "ex02", 6, "BREAKS as an annotated assignment with a duplicated "
          "key whose last value is right (a dict literal keeps the last), RECOMPILES in a tuple-free layout",
@@ -391,6 +480,38 @@ CASES: list[Case] = [
          replace={"ex03-warm-up": FRAME_WALK.format(name="warm_up", params="compiled_h", body=(
              "x = torch.randn(4, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n    compiled_h(x)\n"
              "    return found"))}),
+    Case("honest-annotated-tuples-imported-mark", "ex03", 8, "right predictions as an annotated tuple and a "
+         "tuple over several lines with comments (adversary's hon2); the warm-up imports mark_dynamic from "
+         "torch._dynamo above it",
+         replace={"ex03-predict-a": "PREDICTED_A: tuple[int, ...] = (1, 0, 1, 0, 1, 1, 1, 1)\n",
+                  "ex03-predict-b": ("PREDICTED_B = (\n    1,  # train, batch 4 marked dynamic\n    0,\n"
+                                     "    1,  # eval: dropout off, another graph\n    0,\n    0,\n"
+                                     "    1,  # no_grad\n)\n"),
+                  "ex03-warm-up": (
+                      "from torch._dynamo import mark_dynamic\n\n\n"
+                      "def warm_up(compiled_h):\n"
+                      "    '''One call on a batch marked dynamic: batch sizes 2 to 64 all reuse its graph.'''\n"
+                      "    batch = torch.randn(4, 8)\n    mark_dynamic(batch, 0)\n    compiled_h(batch)\n")}),
+    Case("adv-warmup-reset-after", "ex03", 6, "the warm-up makes the right calls, then torch.compiler.reset() "
+         "throws every compiled graph away (adversary's mal02): serving compiles again, so the warm-up's 2 "
+         "points are not earned; the predictions are right",
+         replace={"ex03-warm-up": (
+             "def warm_up(compiled_h):\n    for rows in (4, 9):\n        x = torch.randn(rows, 8)\n"
+             "        torch._dynamo.mark_dynamic(x, 0)\n        compiled_h(x)\n"
+             "    torch.compiler.reset()   # nothing stays warm\n")}),
+    Case("adv-warmup-parameter", "ex03", 6, "the warm-up's one call passes an nn.Parameter (adversary's "
+         "mal03): Dynamo guards on a tensor's type, so the plain tensors serving passes compile again; a record "
+         "of dtype and shape alone would call it right. Predictions right, warm-up not earned",
+         replace={"ex03-warm-up": (
+             "def warm_up(compiled_h):\n"
+             "    weightlike = nn.Parameter(torch.randn(4, 8), requires_grad=False)\n"
+             "    torch._dynamo.mark_dynamic(weightlike, 0)\n    compiled_h(weightlike)\n")}),
+    Case("adv-warmup-autocast", "ex03", 6, "the warm-up's one call runs under torch.autocast (bfloat16 on cpu; "
+         "adversary's mal07): Dynamo guards on autocast state, so serving, outside autocast, compiles again. "
+         "Predictions right, warm-up not earned",
+         replace={"ex03-warm-up": (
+             "def warm_up(compiled_h):\n    x = torch.randn(4, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n"
+             "    with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n        compiled_h(x)\n")}),
     # ---- ex04: the comparison fixture
     Case("honest-fixture-keywords", "ex04", 10, "a thorough fixture written differently: keyword calls, "
          "a top-level constant tuple and helper, a local named `max`",
@@ -476,6 +597,20 @@ CASES: list[Case] = [
              "            'speedup': eager_fastest / compiled_fastest if inductor else None,\n"
              "            'boundary': {'backend': backend, 'fullgraph': True, 'dynamic': False,\n"
              "                         'inputs': 'x: float32[256, 1024]', 'diagnostics': ['perf_counter']}}\n")}),
+    Case("adv-slow-call-as-fastest", "ex05", 1, "reports as eager's fastest the slowest steady call still under "
+         "2.9x the fastest one (adversary's mal04), and the true compiled fastest: a speedup inflated by a "
+         "figure that is not the fastest; only the boundary's point is fair",
+         open="stopwatch FASTEST_FACTOR 3.0 lets a slower steady call pass as the fastest; owner: issue 26",
+         replace={"ex05-answer": EX05_HONEST_HEAD + (
+             "    eager_first = timed(fn)\n    steady = [timed(fn) for _ in range(20)]\n"
+             "    # not the fastest: the slowest call a 3x tolerance still takes for it\n"
+             "    eager_fastest = max(t for t in steady if t < 2.9 * min(steady))\n") + EX05_HONEST_TAIL}),
+    Case("adv-counters-by-subscript", "ex05", 0, "measures honestly, but on its later inductor runs compiles "
+         "another graph (a cache miss), claims 'warm' and writes inductor's counters by subscript to agree, "
+         "keeping its own count in torch's counters across graded calls (adversary's mal06, whose figure 3 "
+         "counts the timing and boundary points): the allow-list refuses a function that writes into state it "
+         "did not build, and a refused answer never runs, so none of its points (as adv-fx-codegen)",
+         replace={"ex05-answer": EX05_FORGED_COUNTERS}),
     # ---- ex06: free text for a person
     Case("adv-review-injection", "ex06", 0, "answers that begin with spreadsheet formulas, tab and CR, hold "
          "HTML and script, BEGIN/END SOLUTION markers and a fake rubric: exported as text, never a formula",
@@ -507,6 +642,16 @@ CASES: list[Case] = [
          "and calls the course's smooth_until_flat", status="flagged",
          replace={"ex07-rewrite": FRAME_WALK.format(name="smooth_until_flat_rewrite", params="x",
                                                     body="return found['smooth_until_flat'](x)")}),
+    Case("adv-surrogate-locked-markdown", "ex07", 9, "the model answers; a note ending in a lone surrogate "
+         "(\\ud83d) added to a locked markdown cell (adversary's mal08): an edited markdown cell is a notice "
+         "(the instructor's text is used), not a notebook that cannot be matched",
+         edit=_surrogate_in_locked_markdown, reason="ex07-a-task: locked cell edited"),
+    Case("adv-surrogate-answer-comment", "ex07", 1, "GRAPHS guessed (1 everywhere: its form point only) and a "
+         "right rewrite with a lone surrogate in a comment (adversary's mal09): Python cannot compile that "
+         "cell, nor could Jupyter run it, so the rewrite earns nothing; the reason names the character, not "
+         "'nested too deeply'",
+         replace={"ex07-graphs": EX07_GUESSED_GRAPHS, "ex07-rewrite": EX07_REWRITE_SURROGATE_COMMENT},
+         reason="encode"),
     # ---- ex08: torch's artifacts
     Case("honest-guard-whitespace", "ex08", 10, "RECOMPILES' guard written across lines with extra spaces, "
          "KERNELS' ids with attempt suffixes, BREAKS in another order",
@@ -548,6 +693,11 @@ CASES: list[Case] = [
          "scaled_block directly", status="flagged",
          replace={"ex09-answer": FRAME_WALK.format(name="scaled_block_fixed", params="x, w, name",
                                                    body="return found['scaled_block'](x, w, name)")}),
+    Case("adv-op-only-when-compiling", "ex09", 6, "a custom op with no autograd formula, which "
+         "torch.library.opcheck fails, called only when torch.compiler.is_compiling() (adversary's mal05): "
+         "an eager run calls no op, the compiled graph does; values, gradients and GAIN are right, the opcheck "
+         "requirement (the graph test's 2 points) is not met",
+         replace={"ex09-answer": EX09_OP_WHEN_TRACED}),
 ]
 
 

@@ -91,8 +91,9 @@ class Verdicts:
             return f"status {row['status']} (expected {want['status']}): {row['reason'][:200]}"
         if "points" in want and row["auto_score"] != want["points"]:
             return f"{row['auto_score']:g}/{row['auto_possible']:g} points (fair: {want['points']:g})"
-        if want.get("reason") and not re.search(want["reason"], row["reason"] + " " + row["notes"], re.I):
-            return f"reason {row['reason'][:200]!r} does not say {want['reason']!r}"
+        said = " ".join((row["reason"], row["notes"], row["notices"]))
+        if want.get("reason") and not re.search(want["reason"], said, re.I):
+            return f"reason, notes and notices ({said[:200]!r}) do not say {want['reason']!r}"
         return ""
 
     def formulas(self) -> list[str]:
