@@ -682,9 +682,10 @@ CASES: list[Case] = [
              "    return times_salt(hidden, name, GAIN)\n")}),
     Case("adv-stale-default-gain", "ex09", 2, "reads GAIN once, as a default argument: right while GAIN keeps "
          "its first value (public cases), wrong after the serving code changes it",
-         open="written for the 4-point ex09, whose tests called the answer eagerly with GAIN unchanged; ex09 now "
-              "has 8 points and ex09-hidden-gain changes GAIN (the bundled stale samples get 6/8): its fair "
-              "verdict is to be set again from a graded run",
+         open="graded 4/8 on 2026-12-04: ex09-hidden-gain fails (fair) and so does ex09-test-graph, 'cannot be "
+              "checked ... higher-order operator': its nonstrict_trace wraps a lambda, where the bundled "
+              "correct-nonstrict sample (a def) gets 8/8. Whether a lambda under nonstrict_trace is a grader gap "
+              "(then fair is 6) is open; owner: issue 26",
          replace={"ex09-answer": (
              "_SALTED = torch._dynamo.nonstrict_trace(lambda h, name, gain: h * (channel_salt(name) * gain))\n\n\n"
              "def scaled_block_fixed(x, w, name, gain=GAIN):\n"
