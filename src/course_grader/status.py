@@ -40,7 +40,18 @@ class CellStatus(StrEnum):
     NOT_RUN = "not-run"      # an earlier cell ended the kernel
 
 
-class FaultKind(StrEnum):
+class WordedEnum(StrEnum):
+    """A state stored by its value that also carries one sentence (``wording``): members are written
+    ``NAME = "value", "wording"``."""
+
+    def __new__(cls, value: str, wording: str) -> WordedEnum:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.wording = wording
+        return member
+
+
+class FaultKind(WordedEnum):
     """Why a sandboxed run did not produce an answer (``SandboxFault.kind``).
 
     Every kind except ``GRADER`` is the student's code using up a limit or
@@ -48,12 +59,6 @@ class FaultKind(StrEnum):
     cost the student a point. Each kind carries its one wording (``wording``):
     what "your code" did, the sentence every message about the fault is built from.
     """
-
-    def __new__(cls, value: str, wording: str) -> FaultKind:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.wording = wording
-        return member
 
     CPU_TIME = "cpu-time", "used up its CPU time"
     # the wall-clock backstop: the code waited (sleep, blocking read) without using CPU

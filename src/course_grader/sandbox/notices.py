@@ -9,17 +9,11 @@ Other notices (a compile cache not shared, an unconfined run's own) only inform.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from course_grader.status import WordedEnum
 
 
-class Weakening(StrEnum):
+class Weakening(WordedEnum):
     """A part of a confined run's confinement that could not be applied; the value opens its notice."""
-
-    def __new__(cls, value: str, wording: str) -> Weakening:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.wording = wording
-        return member
 
     NO_MOUNT_NAMESPACE = "no mount namespace", "no mount namespace ({why})"
     NO_PID_NAMESPACE = "no PID namespace", "no PID namespace ({why})"
