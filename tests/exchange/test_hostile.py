@@ -473,33 +473,39 @@ def _slow_to_check(cells: int = 50_000) -> bytes:
 
 
 def test_a_hand_in_sent_before_the_deadline_is_on_time_however_long_the_checks_queue(make_course, tmp_path):
-    """Classmates keep the grader's check threads busy while the deadline passes: a hand-in whose body
-    arrived before the deadline is on time, although its check (and the answer) came after."""
+    """Classmates keep the grader's check threads busy: a hand-in is stamped when its body arrived, not when
+    its check (and the answer) came, so a deadline that passes while it waits in the queue finds it on time.
+
+    The deadline is placed after the fact, between the two moments the test saw, so what is checked does
+    not hang on how fast this machine checks: only that the queue kept the answer waiting at all (a
+    precondition, asserted with its own message) and that the stamp is the early moment, not the late one."""
     from concurrent.futures import ThreadPoolExecutor
 
     # four classmates, two slow hand-ins each (the most one student may have in flight): eight checks ahead
-    # of the victim's, about 9 s of checking on an idle 2-core machine (with two classmates, four checks
-    # took 4.5 s there and ended before the deadline); a busier machine only makes the queue longer
+    # of the victim's, 4-9 s of checking on an idle 2-core machine; a busier machine only makes it longer
     course = make_course(students=5)
     victim, *busy = course.students
     teacher = course.client(course.instructors[0])
     slow = _slow_to_check()
-    deadline = datetime.now(UTC) + timedelta(seconds=6)
-    teacher.set_deadlines(course.id, {"ex02": deadline.isoformat()})
+    teacher.set_deadlines(course.id, {"ex02": (datetime.now(UTC) + timedelta(hours=1)).isoformat()})
     path = f"api/courses/{course.id}/handins/ex02_diagnose.ipynb"
     with ThreadPoolExecutor(len(busy) * 2 + 1) as pool:
         queue = [pool.submit(call, course, s, "POST", path, data=slow) for s in busy for _ in range(2)]
         time.sleep(1.5)                                               # the slow ones are first in line
         sent = datetime.now(UTC)
-        assert sent < deadline, "the machine was too slow to send the hand-in before the deadline"
         h = course.client(victim).hand_in(course.id, tmp_path / "ex02_diagnose.ipynb", CORRECT)["handin"]
         answered = datetime.now(UTC)
         assert [f.result().status_code for f in queue] == [422] * len(queue)
-    assert answered > deadline, "the checks were too quick to keep this hand-in waiting past the deadline"
+    assert answered - sent > timedelta(seconds=1), "the checks were too quick to keep this hand-in waiting"
     received = datetime.fromisoformat(h["received"])
-    assert sent - timedelta(seconds=1) <= received < deadline, (sent, received, deadline)
+    assert sent - timedelta(seconds=1) <= received and received - sent < answered - received, \
+        ("stamped when the check ended, not when the body came", sent, received, answered)
     assert not h["late"] and h["counts"], h
-    assert [x["id"] for x in teacher.collect(course.id)["counted"]] == [h["id"]]
+    # the deadline passed while the hand-in waited for its check: it is still on time, and it counts
+    deadline = received + (answered - received) / 2
+    teacher.set_deadlines(course.id, {"ex02": deadline.isoformat()})
+    counted = teacher.collect(course.id)["counted"]
+    assert [(x["id"], x["late"]) for x in counted] == [(h["id"], False)], counted
 
 
 @pytest.mark.parametrize("body, words", [
