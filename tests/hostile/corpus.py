@@ -680,12 +680,10 @@ CASES: list[Case] = [
              "def scaled_block_fixed(x, w, name):\n"
              "    hidden = torch.tanh(torch.matmul(x, w))\n"
              "    return times_salt(hidden, name, GAIN)\n")}),
-    Case("adv-stale-default-gain", "ex09", 2, "reads GAIN once, as a default argument: right while GAIN keeps "
-         "its first value (public cases), wrong after the serving code changes it",
-         open="graded 4/8 on 2026-12-04: ex09-hidden-gain fails (fair) and so does ex09-test-graph, 'cannot be "
-              "checked ... higher-order operator': its nonstrict_trace wraps a lambda, where the bundled "
-              "correct-nonstrict sample (a def) gets 8/8. Whether a lambda under nonstrict_trace is a grader gap "
-              "(then fair is 6) is open; owner: issue 26",
+    Case("adv-stale-default-gain", "ex09", 6, "reads GAIN once, as a default argument: right while GAIN keeps "
+         "its first value (public cases and the graph test), wrong after the serving code changes it (the "
+         "hidden gain test). Its nonstrict_trace wraps a lambda: torch 2.14.1 captures the same one graph as "
+         "for a def, the function's node named '<lambda>_callable', which the grader reads as a def's",
          replace={"ex09-answer": (
              "_SALTED = torch._dynamo.nonstrict_trace(lambda h, name, gain: h * (channel_salt(name) * gain))\n\n\n"
              "def scaled_block_fixed(x, w, name, gain=GAIN):\n"

@@ -5,14 +5,19 @@ Dynamo puts a call it does not trace into into the graph as one node (ex09):
 * a ``torch.library.custom_op`` the answer defines: ``call_function`` of ``torch.ops.NS.NAME.OVERLOAD``;
 * a ``torch._dynamo.nonstrict_trace`` function: two ``get_attr`` nodes (``FN_callable``, the function,
   and ``FN_input_spec``, the pytree layout of its arguments, sent as ``treespec_dumps`` text) and a
-  ``call_function`` of Dynamo's ``flat_apply_capture`` on them and the flattened arguments;
+  ``call_function`` of Dynamo's ``flat_apply_capture`` on them and the flattened arguments. ``FN`` is the
+  ``__name__`` of what ``nonstrict_trace`` returned, which is the wrapped function's: a ``def``'s name,
+  ``<lambda>`` for a lambda, ``wrapped`` for a ``functools.partial``; a second call or a second function of
+  the same name gets a suffix (``<lambda>_callable_0``);
 * a ``torch.compiler.allow_in_graph`` function: ``call_function`` of ``__measured__.FN``.
 
 Such a graph cannot be re-run without the student's code. The grader (``verdict.graphcheck``) accepts
 these nodes only when the answer cell's ``allow`` list names the decorator, and has the graph re-run
 with :class:`AnswerCode` in a sandboxed child of its own that loads the answer (allow-listed again) and
 resolves each node to what the answer itself defined: the op of a ``CustomOpDef`` the answer holds, or
-a function of the answer's own namespace. The patterns are written here once, for both sides.
+a function of the answer's own namespace (for a ``nonstrict_trace`` node, the one ``nonstrict_trace``
+function of the answer that torch named ``FN``, whether a ``def``, a lambda or a nested ``def``). The
+patterns are written here once, for both sides.
 
 What it does not do: trust the answer. The re-run's results are compared by the grader with what the
 student's child reported, and on new secret inputs with the test's reference.
@@ -35,8 +40,10 @@ CUSTOM_OP = re.compile(r"torch\.ops\.([a-z][a-z0-9_]{0,60})\.([A-Za-z][A-Za-z0-9
 TORCH_NAMESPACES = frozenset({"aten", "prims", "higher_order", "inductor", "profiler", "quantized", "rngprims",
                               "c10d", "debugprims", "mkldnn", "mkl", "onednn", "quantized_decomposed"})
 FLAT_APPLY = "torch._dynamo.variables.torch.flat_apply_capture"
-CALLABLE = re.compile(rf"({_IDENT}?)_callable(?:_\d{{1,3}})?")
-INPUT_SPEC = re.compile(rf"({_IDENT}?)_input_spec(?:_\d{{1,3}})?")
+# the ``__name__`` torch puts before ``_callable``: an identifier, or a lambda's (Dynamo does not rename it)
+_FN_NAME = rf"{_IDENT}?|<lambda>"
+CALLABLE = re.compile(rf"({_FN_NAME})_callable(?:_\d{{1,3}})?")
+INPUT_SPEC = re.compile(rf"({_FN_NAME})_input_spec(?:_\d{{1,3}})?")
 ANSWER_FUNCTION = re.compile(rf"{re.escape(MEASURED_MODULE)}\.({_IDENT})")
 MAX_SPEC_CHARS = 20_000
 MAX_SPEC_NODES = 200
@@ -107,11 +114,29 @@ class AnswerCode:
         return fn
 
     def get_attr(self, target: str):
-        """``FN_callable``: the answer's function FN; ``FN_input_spec``: a marker (the spec travels as data)."""
+        """``FN_callable``: the answer's function FN (:meth:`_nonstrict`); ``FN_input_spec``: a marker (the
+        spec travels as data)."""
         found = CALLABLE.fullmatch(target)
         if found:
-            return self._function(found.group(1))
+            return self._nonstrict(found.group(1))
         raise ValueError(f"the graph reads {target[:60]!r}, which a replay does not provide")
+
+    def _nonstrict(self, name: str):
+        """The function a ``FN_callable`` node names, found as torch named it: the one function of the answer's
+        namespace that ``torch._dynamo.nonstrict_trace`` returned (it registers each with torch) whose
+        ``__name__`` is ``name``, so a lambda or a nested ``def`` is found as a top-level ``def`` is. None
+        such: the top-level function ``name`` (``nonstrict_trace(f)`` called inside the answer's function).
+        Two such (two lambdas): the graph does not say which node is which, so the re-run refuses."""
+        from torch._dynamo.trace_rules import is_nonstrict_trace_callable
+
+        found = {id(v): v for v in self.scope.values()
+                 if isinstance(v, types.FunctionType) and v.__name__ == name and is_nonstrict_trace_callable(v)}
+        if len(found) > 1:
+            raise ValueError(f"{len(found)} nonstrict_trace functions are named {name[:40]!r}, which the graph "
+                             "cannot tell apart: give each a def")
+        if found:
+            return next(iter(found.values()))
+        return self._function(name)
 
     def call(self, node: dict):
         """The callable a ``call_function`` node of :func:`node_kind` runs."""

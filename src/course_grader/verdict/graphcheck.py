@@ -11,6 +11,8 @@ outputs and gradients with what the child reported for the call.
 Not accepted: a higher-order operator (``torch.cond``, ``while_loop``), whose branches are subgraphs read by
 ``get_attr`` nodes. A replay would have to rebuild and run graphs the child sent, and ``harness.denied``
 refuses ``ops.higher_order`` in a replay; such a graph is refused with :data:`HIGHER_ORDER`, which says so.
+A ``get_attr`` node in a graph with no higher-order operator, and none of the answer's (``opaque``), is
+refused with what it reads, not with :data:`HIGHER_ORDER`: the graph holds no such operator.
 """
 
 from __future__ import annotations
@@ -122,8 +124,12 @@ def validate(graph: Any, answer_kinds: frozenset[str] = frozenset()) -> str | No
         elif op == "placeholder":
             if type(n.get("source")) is not str or not SOURCE.fullmatch(n["source"]):
                 return "an input that is not one of the function's arguments"
-        elif op == "get_attr" or (op == "call_function" and HIGHER_ORDER_TARGET.match(target)):
+        elif op == "call_function" and HIGHER_ORDER_TARGET.match(target):
             return HIGHER_ORDER
+        elif op == "get_attr":
+            return HIGHER_ORDER if any(_higher_order(m) for m in nodes) else \
+                f"it reads {target[:60]!r} from the graph, which is no nonstrict_trace function or layout the " \
+                "grader can name, and which a replay does not provide"
         elif op == "call_function":
             if resolve(target) is None:
                 return f"it calls {target[:60]!r}, which a replay does not run"
@@ -140,6 +146,11 @@ def validate(graph: Any, answer_kinds: frozenset[str] = frozenset()) -> str | No
             return problem
         known.add(name)
     return None if outputs == 1 and nodes[-1]["op"] == "output" else "it does not end in one output"
+
+
+def _higher_order(n: Any) -> bool:
+    return type(n) is dict and n.get("op") == "call_function" and type(n.get("target")) is str \
+        and HIGHER_ORDER_TARGET.match(n["target"]) is not None
 
 
 def _answer_node(n: dict, attrs: dict[str, tuple[str, str]]) -> str | None:

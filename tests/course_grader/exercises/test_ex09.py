@@ -145,3 +145,89 @@ def test_an_op_called_only_while_compiling_is_opchecked_too(grade_with):
     verdicts = grade_with("ex09", {"ex09-answer": source})
     assert passed(verdicts) == set(TESTS) - {"ex09-test-graph"}, {k: v.message for k, v in verdicts.items()}
     assert "adv.salt_sneaky" in verdicts["ex09-test-graph"].message
+
+
+# nonstrict_trace's function as torch names it in the graph: FN_callable, FN the __name__ of what nonstrict_trace
+# returned, so "<lambda>_callable" for a lambda and "inner_callable" for a nested def (torch 2.14.1, issue 26)
+SALTED_BODY = "h * (channel_salt(name) * gain)"
+SALTED_CALL = "\n\n\ndef scaled_block_fixed(x, w, name):\n    return SALTED(torch.tanh(x @ w), name, GAIN)\n"
+SAME_AS_A_DEF = {
+    "a lambda": f"SALTED = torch._dynamo.nonstrict_trace(lambda h, name, gain: {SALTED_BODY})" + SALTED_CALL,
+    "a nested def": ("def make():\n    def inner(h, name, gain):\n        return " + SALTED_BODY + "\n\n"
+                     "    return torch._dynamo.nonstrict_trace(inner)\n\n\nSALTED = make()" + SALTED_CALL),
+    # a lambda that wraps all of scaled_block: judged as the same def is (one graph, GAIN read once)
+    "a lambda around scaled_block": ("SALTED = torch._dynamo.nonstrict_trace(lambda x, w, name: "
+                                     "scaled_block(x, w, name))\n\n\n"
+                                     "def scaled_block_fixed(x, w, name):\n    return SALTED(x, w, name)\n"),
+}
+AS_A_DEF = {
+    "a lambda": answer("correct-nonstrict-trace")["ex09-answer"],
+    "a nested def": answer("correct-nonstrict-trace")["ex09-answer"],
+    "a lambda around scaled_block": ("def _whole(x, w, name):\n    return scaled_block(x, w, name)\n\n\n"
+                                     "SALTED = torch._dynamo.nonstrict_trace(_whole)\n\n\n"
+                                     "def scaled_block_fixed(x, w, name):\n    return SALTED(x, w, name)\n"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SAME_AS_A_DEF))
+def test_a_nonstrict_function_is_judged_by_its_graph_not_by_how_it_is_written(grade_with, form):
+    # before: "<lambda>_callable" fell through to "cannot be checked (it uses torch.cond or another higher-order
+    # operator ...)", and a nested def's re-run failed ("'inner', which is no function of the answer's cell")
+    other = grade_with("ex09", {"ex09-answer": SAME_AS_A_DEF[form]})
+    as_def = grade_with("ex09", {"ex09-answer": AS_A_DEF[form]})
+    assert passed(other) == passed(as_def), {k: v.message for k, v in other.items()}
+    assert "ex09-test-graph" in passed(other), other["ex09-test-graph"].message
+
+
+def test_a_stale_default_gain_in_a_nonstrict_lambda_fails_only_the_gain_test(grade_with):
+    # the hostile corpus's adv-stale-default-gain: GAIN read once, as a default argument
+    source = (f"_SALTED = torch._dynamo.nonstrict_trace(lambda h, name, gain: {SALTED_BODY})\n\n\n"
+              "def scaled_block_fixed(x, w, name, gain=GAIN):\n    return _SALTED(torch.tanh(x @ w), name, gain)\n")
+    verdicts = grade_with("ex09", {"ex09-answer": source})
+    assert passed(verdicts) == set(TESTS) - {"ex09-hidden-gain"}, {k: v.message for k, v in verdicts.items()}
+    assert "GAIN = 2.5" in verdicts["ex09-hidden-gain"].message
+
+
+def test_a_nonstrict_lambda_does_not_hide_a_graph_break(grade_with):
+    source = (f"SALTED = torch._dynamo.nonstrict_trace(lambda h, name, gain: {SALTED_BODY})\n\n\n"
+              "def scaled_block_fixed(x, w, name):\n    salt = channel_salt(name)\n"
+              "    return SALTED(torch.tanh(x @ w), name, GAIN) * (salt / salt)\n")
+    verdicts = grade_with("ex09", {"ex09-answer": source})
+    assert passed(verdicts) == {"ex09-test-values", "ex09-hidden-values"}, {k: v.message for k, v in verdicts.items()}
+    assert "raised" in verdicts["ex09-test-graph"].message
+
+
+def test_two_nonstrict_lambdas_are_refused_with_the_reason(grade_with):
+    # torch names both "<lambda>_callable" (then "_0", as for one function called twice): the re-run cannot
+    # tell which is which, and says so rather than guess
+    source = ("SALT = torch._dynamo.nonstrict_trace(lambda h, name: h * channel_salt(name))\n"
+              "TIMES = torch._dynamo.nonstrict_trace(lambda h, gain: h * gain)\n\n\n"
+              "def scaled_block_fixed(x, w, name):\n    return TIMES(SALT(torch.tanh(x @ w), name), GAIN)\n")
+    verdicts = grade_with("ex09", {"ex09-answer": source})
+    assert "ex09-test-graph" not in passed(verdicts)
+    assert "cannot tell apart" in verdicts["ex09-test-graph"].message
+
+
+def test_a_graph_attribute_is_called_a_higher_order_operator_only_beside_one():
+    from course_grader.verdict import graphcheck
+
+    spec = '[1, {"type": "builtins.tuple", "context": "null", "children_spec": []}]'
+    nodes = [
+        {"op": "placeholder", "name": "l_x_", "target": "L_x_", "args": {"tuple": []}, "kwargs": {"kwargs": {}},
+         "source": "L['x']"},
+        {"op": "get_attr", "name": "_lambda__callable", "target": "<lambda>_callable", "args": {"tuple": []},
+         "kwargs": {"kwargs": {}}},
+        {"op": "get_attr", "name": "_lambda__input_spec", "target": "<lambda>_input_spec", "args": {"tuple": []},
+         "kwargs": {"kwargs": {}}, "spec": spec},
+        {"op": "call_function", "name": "flat", "target": "torch._dynamo.variables.torch.flat_apply_capture",
+         "args": {"tuple": [{"node": "_lambda__callable"}, {"node": "_lambda__input_spec"}, {"node": "l_x_"}]},
+         "kwargs": {"kwargs": {}}},
+        {"op": "output", "name": "output", "target": "output", "args": {"tuple": [{"tuple": [{"node": "flat"}]}]},
+         "kwargs": {"kwargs": {}}}]
+    assert graphcheck.validate({"nodes": nodes}, frozenset({"nonstrict_trace"})) is None
+    assert "allow list" in graphcheck.validate({"nodes": nodes})
+    nodes[1]["target"] = "something_else"   # no function torch names, and no higher-order operator: said so
+    problem = graphcheck.validate({"nodes": nodes}, frozenset({"nonstrict_trace"}))
+    assert "'something_else'" in problem and problem != graphcheck.HIGHER_ORDER
+    nodes[3]["target"] = "torch.ops.higher_order.cond"   # beside one, a subgraph: HIGHER_ORDER, as before
+    assert graphcheck.validate({"nodes": nodes}, frozenset({"nonstrict_trace"})) == graphcheck.HIGHER_ORDER
