@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -73,8 +74,16 @@ def _wait_for_idle_kernel(url: str) -> str | None:
     api = f"{parts.scheme}://{parts.netloc}/api/kernels?token={token}"
     state, deadline = None, time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(api, timeout=10) as reply:
-            kernels = json.load(reply)
+        try:
+            with urllib.request.urlopen(api, timeout=10) as reply:
+                kernels = json.load(reply)
+        except urllib.error.HTTPError as exc:
+            # jupyter_server answers 500 to a kernel list asked for while a kernel is starting (its
+            # last_activity is still None: TraitError in kernel_model); Lab's own polling asks again
+            if exc.code != 500:
+                raise
+            time.sleep(0.5)
+            continue
         state = kernels[0].get("execution_state") if kernels else None
         if state == "idle":
             break
