@@ -1,11 +1,20 @@
-"""The stopwatch records the torch thread count of every timed call, and refuses figures taken under different ones."""
+"""The stopwatch records the torch thread count of every timed call, and refuses figures taken under different ones;
+a "fastest" figure must be the fastest of the steady calls it recorded (no more than a quarter surely faster)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from compile_course.stopwatch import CHANGED_DURING_CALL, Stopwatch, unequal_threads, unmeasured
+from compile_course.stopwatch import (
+    CHANGED_DURING_CALL,
+    Stopwatch,
+    _windows,
+    allowed_faster,
+    surely_faster,
+    unequal_threads,
+    unmeasured,
+)
 
 
 @pytest.fixture
@@ -80,3 +89,81 @@ def test_a_thread_count_changed_during_a_call_is_recorded(threads):
     [call] = watch.timeline()["calls"]
     assert call["threads"] == CHANGED_DURING_CALL
     assert "a count changed during the call" in unequal_threads([call])
+
+
+def _steady_timeline(durations_ms: list[float], gap_ms: float = 0.01) -> dict:
+    """A recorded timeline of eager calls (the first, then the steady ones) of the given own spans, each
+    ``gap_ms`` after the last: the stand-in's work, exactly as the record keeps it."""
+    calls, t = [], 0.0
+    for d in durations_ms:
+        enter = t + gap_ms / 1e3
+        exit_ = enter + d / 1e3
+        calls.append({"kind": "eager", "compile": None, "enter": enter, "start": enter + 1e-6, "end": exit_ - 1e-6,
+                      "exit": exit_, "args": [], "keywords": 0, "graphs": 0, "fxgraph_hit": 0, "fxgraph_miss": 0,
+                      "threads": 1})
+        t = exit_
+    return {"calls": calls, "compiles": [], "end": t + gap_ms / 1e3}
+
+
+def _fastest_problems(figure: float, timeline: dict) -> list[str]:
+    """What :func:`unmeasured` says of ``figure`` as the eager fastest figure (these timelines compile nothing)."""
+    return [p for p in unmeasured({"eager_fastest_s": figure}, timeline, figures=("eager_fastest_s",))
+            if "eager_fastest_s" in p]
+
+
+def _reading(timeline: dict, i: int, gap_ms: float = 0.01) -> float:
+    """What a timer just around call ``i`` read: its span, and half of the gap either side."""
+    c = timeline["calls"][i]
+    return c["exit"] - c["enter"] + gap_ms / 1e3
+
+
+def _steady_windows(timeline: dict) -> list[tuple[float, float]]:
+    return _windows(timeline["calls"], timeline["end"])[1:]
+
+
+# 20 steady calls: five fast ones (1.0 ms) first, then fifteen slow ones (1.5 ms), after a 5 ms first call
+FIVE_FAST_FIRST = [5.0] + [1.0] * 5 + [1.5] * 15
+
+
+def test_a_slower_steady_call_is_not_the_fastest():
+    # the hostile corpus's adv-slow-call-as-fastest: a figure measured around one steady call, 1.5x the fastest
+    # and so within the former 3x rule, but with 15 of the 20 steady calls surely faster than it
+    timeline = _steady_timeline([5.0] + [1.0] * 15 + [1.5] * 5)
+    slow = _reading(timeline, 20)
+    assert surely_faster(slow, _steady_windows(timeline)) == 15
+    problems = _fastest_problems(slow, timeline)
+    assert problems and "is not the fastest of the steady calls" in problems[0]
+    assert "more than a quarter" in problems[0]
+    assert not _fastest_problems(_reading(timeline, 3), timeline)
+
+
+def test_the_fastest_of_the_calls_a_routine_chose_may_leave_a_quarter_of_them_out():
+    # honest warm-up: the minimum of the last 15 steady calls, the five left out happening to be the fastest
+    timeline = _steady_timeline(FIVE_FAST_FIRST)
+    chosen = min(_reading(timeline, i) for i in range(6, 21))
+    assert surely_faster(chosen, _steady_windows(timeline)) == 5 == allowed_faster(20)
+    assert not _fastest_problems(chosen, timeline)
+    # one more fast call left out is more than a quarter of the steady calls
+    timeline = _steady_timeline([5.0] + [1.0] * 6 + [1.5] * 14)
+    chosen = min(_reading(timeline, i) for i in range(7, 21))
+    assert _fastest_problems(chosen, timeline)
+
+
+def test_a_timer_around_a_call_reads_inside_its_recorded_window():
+    # exact, whatever the load: one clock, read by the routine between the stand-in's exit and entry stamps
+    import time
+
+    watch = Stopwatch(double)
+    x = torch.ones(8)
+    readings = []
+    for _ in range(12):
+        start = time.perf_counter()
+        watch.stand_in(x)
+        readings.append(time.perf_counter() - start)
+    timeline = watch.timeline()
+    windows = _windows(timeline["calls"], timeline["end"])
+    assert all(own <= reading <= widest for reading, (own, widest) in zip(readings, windows, strict=True))
+    # the minimum of every steady call has none surely faster than it
+    assert surely_faster(min(readings[1:]), windows[1:]) == 0
+    report = {"eager_first_s": readings[0], "eager_fastest_s": min(readings[1:])}
+    assert not [p for p in unmeasured(report, timeline) if "eager_" in p]

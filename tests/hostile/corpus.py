@@ -600,7 +600,6 @@ CASES: list[Case] = [
     Case("adv-slow-call-as-fastest", "ex05", 1, "reports as eager's fastest the slowest steady call still under "
          "2.9x the fastest one (adversary's mal04), and the true compiled fastest: a speedup inflated by a "
          "figure that is not the fastest; only the boundary's point is fair",
-         open="stopwatch FASTEST_FACTOR 3.0 lets a slower steady call pass as the fastest; owner: issue 26",
          replace={"ex05-answer": EX05_HONEST_HEAD + (
              "    eager_first = timed(fn)\n    steady = [timed(fn) for _ in range(20)]\n"
              "    # not the fastest: the slowest call a 3x tolerance still takes for it\n"

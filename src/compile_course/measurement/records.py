@@ -91,8 +91,8 @@ COMPILE_STATS = {"graphs": ("stats", "unique_graphs"), "fxgraph_hit": ("inductor
 # a stopwatch timeline (compile_course.stopwatch): its bounds and record keys, read back by read_timeline
 MAX_CALLS = 2000
 MAX_COMPILES = 20
-CALL_KEYS = {"kind", "compile", "start", "end", "args", "keywords", "graphs", "fxgraph_hit", "fxgraph_miss",
-             "threads"}
+CALL_KEYS = {"kind", "compile", "enter", "start", "end", "exit", "args", "keywords", "graphs", "fxgraph_hit",
+             "fxgraph_miss", "threads"}
 COMPILE_KEYS = {"backend", "fullgraph", "dynamic", "mode"}
 
 
@@ -114,8 +114,8 @@ def read_timeline(data: Any) -> dict:
     last = 0.0
     for c in calls:
         if type(c) is not dict or set(c) != CALL_KEYS or c["kind"] not in ("eager", "compiled") \
-                or not seconds(c["start"]) or not seconds(c["end"]) \
-                or not last <= c["start"] <= c["end"] <= data["end"] \
+                or not all(seconds(c[k]) for k in ("enter", "start", "end", "exit")) \
+                or not last <= c["enter"] <= c["start"] <= c["end"] <= c["exit"] <= data["end"] \
                 or not all(type(c[k]) is int and 0 <= c[k] < 10**6 for k in ("keywords", "graphs", "fxgraph_hit",
                                                                           "fxgraph_miss", "threads")) \
                 or (c["kind"] == "eager") != (c["compile"] is None) \
@@ -123,7 +123,7 @@ def read_timeline(data: Any) -> dict:
                 or type(c["args"]) is not list or len(c["args"]) > 8:
             raise ReplyError("a stopwatch's call record is malformed")
         to_data(c["args"])   # plain data, bounded
-        last = c["end"]
+        last = c["exit"]
     return {"calls": [dict(c) for c in calls], "compiles": [dict(c) for c in compiles], "end": float(data["end"])}
 
 

@@ -89,8 +89,8 @@ def test_a_timing_round_trips_and_is_bounded():
 
 
 def timeline(**call):
-    base = {"kind": "compiled", "compile": 0, "start": 0.1, "end": 0.2, "args": [], "keywords": 0,
-            "graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 1, "threads": 1}
+    base = {"kind": "compiled", "compile": 0, "enter": 0.05, "start": 0.1, "end": 0.2, "exit": 0.25, "args": [],
+            "keywords": 0, "graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 1, "threads": 1}
     return {"calls": [{**base, **call}],
             "compiles": [{"backend": "inductor", "fullgraph": False, "dynamic": None, "mode": None}], "end": 1.0}
 
@@ -99,8 +99,9 @@ def test_a_timeline_is_read_back_as_plain_dicts():
     assert read_timeline(timeline())["calls"][0]["graphs"] == 1
 
 
-@pytest.mark.parametrize("call", [{"start": 0.3}, {"end": 2.0}, {"kind": "eager"}, {"compile": 1},
-                                  {"graphs": -1}, {"args": [2 ** 64]}, {"threads": 1.5}])
+@pytest.mark.parametrize("call", [{"start": 0.3}, {"end": 2.0}, {"enter": 0.15}, {"exit": 0.15}, {"exit": 1.5},
+                                  {"kind": "eager"}, {"compile": 1}, {"graphs": -1}, {"args": [2 ** 64]},
+                                  {"threads": 1.5}])
 def test_a_timeline_out_of_order_or_out_of_range_is_refused(call):
     with pytest.raises(ReplyError):
         read_timeline(timeline(**call))
