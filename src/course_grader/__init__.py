@@ -14,22 +14,26 @@ from pathlib import Path
 # also changes by itself whenever any grading code changes.
 GRADER_VERSION = "2"
 
-_ROOT = Path(__file__).resolve().parent
+_SRC = Path(__file__).resolve().parent.parent
+# the packages whose code decides a verdict: the grader, and the course's test API its test cells call
+# (compile_course.testing, .measurement, .stopwatch ... judge a report in the child) with the helpers they use
+GRADING_PACKAGES = ("course_grader", "compile_course")
 _CODE_SUFFIXES = (".py", ".j2")
 
 
-def _grading_files(root: Path = _ROOT) -> list[Path]:
-    """Every ``.py`` and template of the grader (not caches, not tests of the sandbox)."""
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(_CODE_SUFFIXES)
-                  and "__pycache__" not in p.parts and not p.name.startswith("test_")
-                  and "tests" not in p.relative_to(root).parts)
+def _grading_files(src: Path = _SRC) -> list[Path]:
+    """Every ``.py`` and template of :data:`GRADING_PACKAGES` under ``src`` (not caches, not tests)."""
+    return sorted(p for package in GRADING_PACKAGES for p in (src / package).rglob("*")
+                  if p.is_file() and p.name.endswith(_CODE_SUFFIXES) and "__pycache__" not in p.parts
+                  and not p.name.startswith("test_") and "tests" not in p.relative_to(src).parts)
 
 
-def code_hash(root: Path = _ROOT) -> str:
-    """SHA-256 over the grader's own code: relative path and content of each file, in order."""
+def code_hash(src: Path = _SRC) -> str:
+    """SHA-256 over the grading code (:data:`GRADING_PACKAGES` under ``src``): relative path and content of
+    each file, in order."""
     digest = hashlib.sha256()
-    for path in _grading_files(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+    for path in _grading_files(src):
+        digest.update(path.relative_to(src).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -8,24 +8,41 @@ from pathlib import Path
 import course_grader
 from course_grader import GRADER_VERSION, code_hash, grader_key
 
-ROOT = Path(course_grader.__file__).resolve().parent
+SRC = Path(course_grader.__file__).resolve().parent.parent
+
+
+def _copy_of_src(tmp_path: Path) -> Path:
+    for package in ("course_grader", "compile_course"):
+        shutil.copytree(SRC / package, tmp_path / "src" / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path / "src"
 
 
 def test_the_hash_covers_code_and_templates_but_not_caches(tmp_path):
-    copy = tmp_path / "course_grader"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    before = code_hash(copy)
-    assert before == code_hash(ROOT)
+    src = _copy_of_src(tmp_path)
+    copy = src / "course_grader"
+    before = code_hash(src)
+    assert before == code_hash(SRC)
     (copy / "__pycache__").mkdir()
     (copy / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"stale")
-    assert code_hash(copy) == before
+    assert code_hash(src) == before
     template = next(copy.rglob("*.j2"))
     template.write_text(template.read_text() + "\n")
-    changed = code_hash(copy)
+    changed = code_hash(src)
     assert changed != before
     runner = copy / "verdict" / "testcells.py"
     runner.write_text(runner.read_text().replace("MAX_MESSAGE = 4000", "MAX_MESSAGE = 3999"))
-    assert code_hash(copy) not in (before, changed)
+    assert code_hash(src) not in (before, changed)
+
+
+def test_the_hash_covers_the_test_api_that_judges_reports(tmp_path):
+    """A test cell's verdict is decided in part by compile_course (the stopwatch judges ex05's figures):
+    a change there grades again too."""
+    src = _copy_of_src(tmp_path)
+    before = code_hash(src)
+    stopwatch = src / "compile_course" / "stopwatch.py"
+    assert "FASTER_SHARE = 0.25" in stopwatch.read_text()
+    stopwatch.write_text(stopwatch.read_text().replace("FASTER_SHARE = 0.25", "FASTER_SHARE = 0.5"))
+    assert code_hash(src) != before
 
 
 def test_the_key_keeps_the_version_for_humans_and_is_computed_once():
