@@ -7,6 +7,7 @@ code (``course_grader.verdict.graphcheck``). Not here: running or compiling anyt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -36,10 +37,14 @@ def _arg_data(a: Any, depth: int = 0) -> Any:
     return to_data(a)
 
 
-def graph_data(gm: torch.fx.GraphModule) -> dict:
+def graph_data(gm: torch.fx.GraphModule, binding_of: Callable[[Any], str | None] | None = None) -> dict:
     """One captured graph as data: its nodes (op, name, target's qualified name, args, kwargs), for
     each placeholder the source dynamo bound it to (``L['x']``), and for a ``get_attr`` of a pytree
-    spec (a ``nonstrict_trace`` call's argument layout) the spec as ``treespec_dumps`` text."""
+    spec (a ``nonstrict_trace`` call's argument layout) the spec as ``treespec_dumps`` text.
+
+    ``binding_of`` (given by the grader's measuring child) names what another ``get_attr`` reads: for
+    a ``nonstrict_trace`` call's function, the name the answer binds it to
+    (``course_grader.harness.opaque.binding_finder``), written as ``binding``; None: nothing written."""
     from torch.fx.node import _get_qualified_name
     from torch.utils import _pytree as pytree
 
@@ -58,6 +63,10 @@ def graph_data(gm: torch.fx.GraphModule) -> dict:
             value = getattr(gm, n.target, None)
             if isinstance(value, pytree.TreeSpec):
                 entry["spec"] = pytree.treespec_dumps(value)
+            elif binding_of is not None and value is not None:
+                binding = binding_of(value)
+                if binding is not None:
+                    entry["binding"] = binding
         if n.op == "placeholder":
             arg = n.meta.get("grapharg")
             source = getattr(arg, "source", None)

@@ -78,12 +78,14 @@ def call_one(fn, args: tuple, kwargs: dict | None = None, *, grad: bool = False)
 
 def compile_run(fn, calls: list[tuple], *, backend: str = "eager", fullgraph: bool = False,
                 dynamic: bool | None = None, stance: str | None = None, grad: bool = False,
-                fresh: bool = False) -> list[Run]:
+                fresh: bool = False, binding_of=None) -> list[Run]:
     """``torch.compile(fn, backend=..., fullgraph=..., dynamic=...)`` called on each of ``calls`` (argument tuples).
 
     Without ``fresh``: one compiled function for the whole sequence, one :class:`Run`. With
     ``fresh``: Dynamo's caches are emptied and ``fn`` compiled anew before every call, one
-    :class:`Run` a call (so no call's compile depends on an earlier one).
+    :class:`Run` a call (so no call's compile depends on an earlier one). ``binding_of``: passed to
+    :func:`~.graphs.graph_data` for every graph (the grader's child names a ``nonstrict_trace``
+    function's binding with it).
     """
     inner = torch._dynamo.lookup_backend(backend)
     runs: list[Run] = []
@@ -91,7 +93,7 @@ def compile_run(fn, calls: list[tuple], *, backend: str = "eager", fullgraph: bo
 
     def recording(gm, example_inputs):
         try:
-            graphs.append(graph_data(gm))
+            graphs.append(graph_data(gm, binding_of))
         except Exception:  # noqa: BLE001 - a graph that cannot be described is still compiled
             graphs.append({"nodes": [], "unreadable": True})
         return inner(gm, example_inputs)

@@ -35,7 +35,7 @@ from course_grader.wire.payloads import Arg, ArgKind, Op, ReplayAnswerRequest, R
 from .allowlist.extract import TEST_DEFINITION_BUILTINS, load_checked, measured_namespace
 from .allowlist.rules import for_cell
 from .denied import REPLAY_DENIED
-from .opaque import INPUT_SPEC, AnswerCode, node_kind
+from .opaque import INPUT_SPEC, AnswerCode, binding_finder, node_kind
 
 
 def setup_namespace(sources: list) -> dict:
@@ -200,9 +200,11 @@ def _serve(payload: dict) -> dict:
         return ServeReply(answer=results, op=op).to_data()
     if op is Op.COMPILE:
         calls = [tuple(_arg(a, namespace, [], allowed) for a in call) for call in request.args]
+        # a nonstrict_trace node's function, named by the answer's binding that holds it (``opaque``)
+        binding_of = binding_finder(fn) if function is not None else None
         runs = measure.compile_run(fn, calls, backend=options.backend, fullgraph=options.fullgraph,
                                    dynamic=options.dynamic, stance=options.stance, grad=options.grad,
-                                   fresh=options.fresh)
+                                   fresh=options.fresh, binding_of=binding_of)
         return ServeReply(answer=[r.to_data() for r in runs], op=op).to_data()
     args = tuple(_arg(a, namespace, [], allowed) for a in request.args)   # Op.TIME
     timing = measure.time_calls(fn, args, backend=options.backend, calls=options.calls)
@@ -302,7 +304,7 @@ def _replay_one(graph: dict, args_data: list, params: list, grad: bool, answer: 
                 if op == "get_attr" and INPUT_SPEC.fullmatch(target):
                     env[name] = node["spec"]
                 elif op == "get_attr":
-                    env[name] = answer.get_attr(target)
+                    env[name] = answer.get_attr(target, node.get("binding"))
                 else:
                     env[name] = answer.call(node)(*_value(node["args"], env), **_value(node["kwargs"], env))
             elif op == "call_function":

@@ -11,16 +11,26 @@ Dynamo puts a call it does not trace into into the graph as one node (ex09):
   the same name gets a suffix (``<lambda>_callable_0``);
 * a ``torch.compiler.allow_in_graph`` function: ``call_function`` of ``__measured__.FN``.
 
+``FN`` does not tell two functions of one name apart (two lambdas; two ``def salted`` made by one factory,
+``SINGLE = make(); DOUBLE = make()``). The graph module itself holds the function, so the grader's
+measuring child, which captured the graph, names it for the grader: the top-level name of the answer's
+cell that holds that very object (:func:`binding_finder`, by identity), written on the ``FN_callable``
+node as ``binding`` (``compile_course.measurement.graph_data``). It is the child's word, so data: the
+grader accepts a plain identifier (:data:`BINDING`), and the re-run uses it only to choose among the
+answer's own ``nonstrict_trace`` functions named ``FN`` (:meth:`AnswerCode.get_attr`).
+
 Such a graph cannot be re-run without the student's code. The grader (``verdict.graphcheck``) accepts
 these nodes only when the answer cell's ``allow`` list names the decorator, and has the graph re-run
 with :class:`AnswerCode` in a sandboxed child of its own that loads the answer (allow-listed again) and
 resolves each node to what the answer itself defined: the op of a ``CustomOpDef`` the answer holds, or
-a function of the answer's own namespace (for a ``nonstrict_trace`` node, the one ``nonstrict_trace``
-function of the answer that torch named ``FN``, whether a ``def``, a lambda or a nested ``def``). The
-patterns are written here once, for both sides.
+a function of the answer's own namespace (for a ``nonstrict_trace`` node, the ``nonstrict_trace`` function
+named ``FN`` that the node's ``binding`` holds, else the one such function of the answer, whether a ``def``,
+a lambda or a nested ``def``). The patterns are written here once, for both sides.
 
 What it does not do: trust the answer. The re-run's results are compared by the grader with what the
-student's child reported, and on new secret inputs with the test's reference.
+student's child reported, and on new secret inputs with the test's reference; a ``binding`` the child
+made up can only choose another of the answer's own ``nonstrict_trace`` functions of the same name, which
+then has to give those results itself.
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ _FN_NAME = rf"{_IDENT}?|<lambda>"
 CALLABLE = re.compile(rf"({_FN_NAME})_callable(?:_\d{{1,3}})?")
 INPUT_SPEC = re.compile(rf"({_FN_NAME})_input_spec(?:_\d{{1,3}})?")
 ANSWER_FUNCTION = re.compile(rf"{re.escape(MEASURED_MODULE)}\.({_IDENT})")
+# a ``FN_callable`` node's ``binding``: the top-level name of the answer's cell that holds the function
+BINDING = re.compile(_IDENT)
 MAX_SPEC_CHARS = 20_000
 MAX_SPEC_NODES = 200
 SPEC_TYPES = frozenset({None, "builtins.tuple", "builtins.list", "builtins.dict"})
@@ -96,6 +108,47 @@ def spec_problem(text: object) -> str | None:
     return None
 
 
+def leaf_function(value: object):
+    """What ``nonstrict_trace`` returned, from the graph module's ``FN_callable`` attribute, or None.
+
+    Dynamo (torch 2.14.1, ``TorchInGraphFunctionVariable._call_nonstrict_traceable_function``) stores
+    ``_LeafCallable(patched_fn)``, ``patched_fn`` a closure that calls ``fn``, the function the answer called.
+    Read from the closure's cell, so nothing of the answer runs; another form (another torch) gives None, and
+    the re-run then looks for the function by its name, as before."""
+    try:
+        from torch._higher_order_ops.invoke_leaf_function import _LeafCallable
+    except ImportError:
+        return None
+
+    inner = getattr(value, "_fn", None) if isinstance(value, _LeafCallable) else None
+    if not isinstance(inner, types.FunctionType) or not inner.__closure__ or "fn" not in inner.__code__.co_freevars:
+        return None
+    code, closure = inner.__code__, inner.__closure__
+    try:
+        return closure[code.co_freevars.index("fn")].cell_contents
+    except ValueError:   # an empty cell
+        return None
+
+
+def binding_finder(answer: object):
+    """In the measuring child, for ``graph_data``'s ``binding_of``: the graph attribute's function ->
+    the first top-level name of the answer's namespace (``answer.__globals__``, the one the re-run's
+    :class:`AnswerCode` reads) bound to that very object (``is``), or None (a function held in a tuple or a
+    dict, say: the re-run then looks for it by name). None when ``answer`` is no function of a measured
+    namespace (a callable of torch's bound to the answer's name): nothing is named then."""
+    scope = getattr(answer, "__globals__", None) if isinstance(answer, types.FunctionType) else None
+    if type(scope) is not dict or scope.get("__name__") != MEASURED_MODULE:
+        return None
+
+    def binding_of(value: object) -> str | None:
+        fn = leaf_function(value)
+        if fn is None:
+            return None
+        return next((k for k, v in scope.items() if v is fn and type(k) is str and BINDING.fullmatch(k)), None)
+
+    return binding_of
+
+
 class AnswerCode:
     """In a replaying child, after the answer is loaded into ``scope``: the answer's objects for the nodes of
     :func:`node_kind`. A custom op node runs the op of a ``CustomOpDef`` the answer binds to a top-level
@@ -113,27 +166,38 @@ class AnswerCode:
             raise ValueError(f"the graph calls {name[:60]!r}, which is no function of the answer's cell")
         return fn
 
-    def get_attr(self, target: str):
-        """``FN_callable``: the answer's function FN (:meth:`_nonstrict`); ``FN_input_spec``: a marker (the
-        spec travels as data)."""
+    def get_attr(self, target: str, binding: str | None = None):
+        """``FN_callable``: the answer's function FN (:meth:`_nonstrict`; ``binding``, the node's, says which
+        top-level name holds it); ``FN_input_spec``: a marker (the spec travels as data)."""
         found = CALLABLE.fullmatch(target)
         if found:
-            return self._nonstrict(found.group(1))
+            return self._nonstrict(found.group(1), binding)
         raise ValueError(f"the graph reads {target[:60]!r}, which a replay does not provide")
 
-    def _nonstrict(self, name: str):
-        """The function a ``FN_callable`` node names, found as torch named it: the one function of the answer's
-        namespace that ``torch._dynamo.nonstrict_trace`` returned (it registers each with torch) whose
-        ``__name__`` is ``name``, so a lambda or a nested ``def`` is found as a top-level ``def`` is. None
-        such: the top-level function ``name`` (``nonstrict_trace(f)`` called inside the answer's function).
-        Two such (two lambdas): the graph does not say which node is which, so the re-run refuses."""
+    def _nonstrict(self, name: str, binding: str | None = None):
+        """The function a ``FN_callable`` node reads. With the node's ``binding`` (the name the measuring child
+        found it under): that top-level name of the answer's, which must hold a function that
+        ``torch._dynamo.nonstrict_trace`` returned (it registers each with torch) with ``__name__`` ``name``;
+        anything else is refused, never looked for another way. Without one (the function is held in a tuple,
+        say): found as torch named it, the one such function of the answer's namespace whose ``__name__`` is
+        ``name``, so a lambda or a nested ``def`` is found as a top-level ``def`` is; none such: the top-level
+        function ``name`` (``nonstrict_trace(f)`` called inside the answer's function). Two such, and no
+        binding: the graph does not say which node is which, so the re-run refuses, saying what would help."""
         from torch._dynamo.trace_rules import is_nonstrict_trace_callable
 
-        found = {id(v): v for v in self.scope.values()
-                 if isinstance(v, types.FunctionType) and v.__name__ == name and is_nonstrict_trace_callable(v)}
-        if len(found) > 1:
-            raise ValueError(f"{len(found)} nonstrict_trace functions are named {name[:40]!r}, which the graph "
-                             "cannot tell apart: give each a def")
+        def nonstrict(v) -> bool:
+            return isinstance(v, types.FunctionType) and v.__name__ == name and is_nonstrict_trace_callable(v)
+
+        if binding is not None:
+            fn = self.scope.get(binding) if type(binding) is str and BINDING.fullmatch(binding) else None
+            if not nonstrict(fn):
+                raise ValueError(f"the answer's {str(binding)[:40]!r} is no nonstrict_trace function named "
+                                 f"{name[:40]!r}")
+            return fn
+        found = {id(v): v for v in self.scope.values() if nonstrict(v)}
+        if len(found) > 1:   # short: the grader shows 120 characters of a re-run's error
+            raise ValueError(f"{len(found)} nonstrict_trace functions are named {name[:40]!r}: bind each to a "
+                             "top-level name of its own")
         if found:
             return next(iter(found.values()))
         return self._function(name)

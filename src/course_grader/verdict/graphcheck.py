@@ -107,7 +107,7 @@ def validate(graph: Any, answer_kinds: frozenset[str] = frozenset()) -> str | No
     outputs = 0
     for n in nodes:
         if type(n) is not dict or not {"op", "name", "target", "args", "kwargs"} <= set(n) <= \
-                {"op", "name", "target", "args", "kwargs", "source", "spec"}:
+                {"op", "name", "target", "args", "kwargs", "source", "spec", "binding"}:
             return "a node is malformed"
         op, name, target = n["op"], n["name"], n["target"]
         if type(name) is not str or not NAME.fullmatch(name) or name in known or type(target) is not str:
@@ -119,7 +119,7 @@ def validate(graph: Any, answer_kinds: frozenset[str] = frozenset()) -> str | No
             problem = _answer_node(n, attrs)
             if problem:
                 return problem
-        elif "spec" in n:
+        elif "spec" in n or "binding" in n:
             return "a node is malformed"
         elif op == "placeholder":
             if type(n.get("source")) is not str or not SOURCE.fullmatch(n["source"]):
@@ -155,7 +155,9 @@ def _higher_order(n: Any) -> bool:
 
 def _answer_node(n: dict, attrs: dict[str, tuple[str, str]]) -> str | None:
     """Check one node of ``harness.opaque.node_kind``: a ``nonstrict_trace`` call's ``flat_apply`` takes
-    the function and the argument layout of one function, read just before by ``get_attr`` nodes."""
+    the function and the argument layout of one function, read just before by ``get_attr`` nodes. The
+    function's node may say which top-level name of the answer holds it (``binding``, the child's word):
+    a plain identifier, which the re-run looks up among the answer's own ``nonstrict_trace`` functions."""
     op, target = n["op"], n["target"]
     if op == "get_attr":
         if n["args"] != {"tuple": []} or n["kwargs"] != {"kwargs": {}}:
@@ -164,14 +166,18 @@ def _answer_node(n: dict, attrs: dict[str, tuple[str, str]]) -> str | None:
         if found:
             if "spec" in n:
                 return "a node is malformed"
+            if "binding" in n and (type(n["binding"]) is not str or not opaque.BINDING.fullmatch(n["binding"])):
+                return "it names the answer's nonstrict_trace function by something other than a plain name"
             attrs[n["name"]] = ("callable", found.group(1))
             return None
+        if "binding" in n:
+            return "a node is malformed"
         problem = opaque.spec_problem(n.get("spec"))
         if problem:
             return f"it passes {problem}"
         attrs[n["name"]] = ("spec", opaque.INPUT_SPEC.fullmatch(target).group(1))
         return None
-    if "spec" in n:
+    if "spec" in n or "binding" in n:
         return "a node is malformed"
     if target == opaque.FLAT_APPLY:
         items = n["args"].get("tuple") if type(n["args"]) is dict else None

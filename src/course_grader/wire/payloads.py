@@ -232,7 +232,8 @@ class ServeRequest:
 
 @dataclass(frozen=True)
 class ReplayItem:
-    graph: dict                      # validated by the grader (verdict.graphcheck) before it is sent
+    graph: dict                      # validated by the grader (verdict.graphcheck) before it is sent, with the
+                                     # ``binding`` a nonstrict_trace node may carry (harness.opaque)
     args: list                       # the call's arguments, as data
 
     def to_data(self) -> dict:

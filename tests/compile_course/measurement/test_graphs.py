@@ -34,3 +34,32 @@ def test_a_graph_is_its_nodes_with_qualified_targets_and_bound_sources():
     summed = next(n for n in nodes if n["op"] == "call_method" and n["target"] == "sum")
     assert summed["kwargs"] == {"kwargs": {"dim": 1, "keepdim": True}}
     assert summed["args"]["tuple"][0] == {"node": "relu"}
+
+
+
+def test_a_get_attr_node_is_named_when_asked():
+    # binding_of is given what a get_attr reads other than an argument layout (a nonstrict_trace call's function,
+    # held by the graph module); the grader's child names its binding with it (course_grader.harness.opaque)
+    scale = torch._dynamo.nonstrict_trace(lambda h, k: h * k)
+
+    def f(x):
+        return scale(torch.tanh(x), 2.0)
+
+    asked = []
+
+    def binding_of(value):
+        asked.append(value)
+        return "SCALE"
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(graph_data(gm, binding_of))
+        return gm.forward
+
+    torch.compile(f, backend=backend, fullgraph=True)(torch.randn(2, 3))
+    attrs = {n["target"]: n for n in graphs[0]["nodes"] if n["op"] == "get_attr"}
+    assert set(attrs) == {"<lambda>_callable", "<lambda>_input_spec"}
+    assert attrs["<lambda>_callable"]["binding"] == "SCALE" and "binding" not in attrs["<lambda>_input_spec"]
+    assert len(asked) == 1 and callable(asked[0])      # asked about the function only, never about the layout
+    assert "binding" not in json.dumps(captured(f, torch.randn(2, 3)))   # not asked: nothing written

@@ -197,15 +197,29 @@ def test_a_nonstrict_lambda_does_not_hide_a_graph_break(grade_with):
     assert "raised" in verdicts["ex09-test-graph"].message
 
 
-def test_two_nonstrict_lambdas_are_refused_with_the_reason(grade_with):
-    # torch names both "<lambda>_callable" (then "_0", as for one function called twice): the re-run cannot
-    # tell which is which, and says so rather than guess
+def test_two_nonstrict_lambdas_are_told_apart_by_their_bindings(grade_with):
+    # torch names both "<lambda>_callable" (then "_0", as for one function called twice); the serving child
+    # says which top-level name holds each (before: refused, "2 nonstrict_trace functions are named '<lambda>'")
     source = ("SALT = torch._dynamo.nonstrict_trace(lambda h, name: h * channel_salt(name))\n"
               "TIMES = torch._dynamo.nonstrict_trace(lambda h, gain: h * gain)\n\n\n"
               "def scaled_block_fixed(x, w, name):\n    return TIMES(SALT(torch.tanh(x @ w), name), GAIN)\n")
     verdicts = grade_with("ex09", {"ex09-answer": source})
-    assert "ex09-test-graph" not in passed(verdicts)
-    assert "cannot tell apart" in verdicts["ex09-test-graph"].message
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+
+
+def test_an_unbound_function_beside_two_of_its_name_is_refused_with_what_would_help(grade_with):
+    # the graph's lambda is held in a tuple, so no top-level name holds it; the re-run's search by name then
+    # finds two other lambdas (read in a branch this graph did not take) and says so rather than guess
+    source = ("SALT = torch._dynamo.nonstrict_trace(lambda h, name: h * channel_salt(name))\n"
+              "TIMES = torch._dynamo.nonstrict_trace(lambda h, gain: h * gain)\n"
+              f"PAIR = (torch._dynamo.nonstrict_trace(lambda h, name, gain: {SALTED_BODY}),)\n\n\n"
+              "def scaled_block_fixed(x, w, name):\n    h = torch.tanh(x @ w)\n"
+              "    if x.dtype == torch.float16:\n        return TIMES(SALT(h, name), GAIN)\n"
+              "    return PAIR[0](h, name, GAIN)\n")
+    verdicts = grade_with("ex09", {"ex09-answer": source})
+    assert passed(verdicts) == set(TESTS) - {"ex09-test-graph"}, {k: v.message for k, v in verdicts.items()}
+    message = verdicts["ex09-test-graph"].message
+    assert "2 nonstrict_trace functions are named '<lambda>': bind each to a top-level name of its own" in message
 
 
 def test_a_graph_attribute_is_called_a_higher_order_operator_only_beside_one():
@@ -231,3 +245,139 @@ def test_a_graph_attribute_is_called_a_higher_order_operator_only_beside_one():
     assert "'something_else'" in problem and problem != graphcheck.HIGHER_ORDER
     nodes[3]["target"] = "torch.ops.higher_order.cond"   # beside one, a subgraph: HIGHER_ORDER, as before
     assert graphcheck.validate({"nodes": nodes}, frozenset({"nonstrict_trace"})) == graphcheck.HIGHER_ORDER
+
+
+# adv2 report, section 4 (ex09-factory): two nonstrict_trace functions made by one factory share the __name__
+# 'salted'; the graph calls one of them. The serving child names the answer's binding that holds the function
+# the graph reads (by identity), so the re-run runs that one: the name no longer matters.
+FACTORY = ("def _make_salted():\n    def salted(h, name, gain):\n        return " + SALTED_BODY + "\n\n"
+           "    return torch._dynamo.nonstrict_trace(salted)\n\n\n"
+           "SALTED_SINGLE = _make_salted()\nSALTED_DOUBLE = _make_salted()\n\n\n"
+           "def scaled_block_fixed(x, w, name):\n    h = torch.tanh(x @ w)\n"
+           "    return (SALTED_DOUBLE if x.dtype == torch.float64 else SALTED_SINGLE)(h, name, GAIN)\n")
+
+
+def test_two_nonstrict_functions_of_one_name_are_told_apart_by_their_binding(grade_with):
+    # before: "2 nonstrict_trace functions are named 'salted', which the graph cannot tell apart" (6/8)
+    verdicts = grade_with("ex09", {"ex09-answer": FACTORY})
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+
+
+def test_the_factory_answer_is_judged_as_the_same_def(grade_with):
+    as_def = grade_with("ex09", answer("correct-nonstrict-trace"))
+    assert passed(grade_with("ex09", {"ex09-answer": FACTORY})) == passed(as_def) == set(TESTS)
+
+
+# the binding is the serving child's word: what a child that lies about it can get
+FACTORY_TWO_KINDS = ("def _make_salted(k):\n    def salted(h, name, gain):\n        return " + SALTED_BODY +
+                     " * k\n\n    return torch._dynamo.nonstrict_trace(salted)\n\n\n"
+                     "RIGHT = _make_salted(1.0)\nWRONG = _make_salted(2.0)\n\n\n"
+                     "def scaled_block_fixed(x, w, name):\n    h = torch.tanh(x @ w)\n"
+                     "    return (WRONG if x.dtype == torch.float16 else RIGHT)(h, name, GAIN)\n")
+
+
+def grade_forged(exercises, source: str, forge) -> dict:
+    """ex09 graded with every serve reply passed through ``forge(reply)`` (a child whose allow-list fell);
+    the replay children are the real ones, in this process."""
+    from course_grader.harness import child
+    from course_grader.verdict import testcells
+    from course_grader.verdict.context import GradeContext
+
+    def measure(entry, payload):
+        reply = getattr(child, entry)(json.loads(json.dumps(payload)))
+        if entry == "serve":
+            forge(reply)
+        return json.loads(json.dumps(reply))
+    return {v.test_id: v for v in testcells.grade(GradeContext(exercises["ex09"], {"ex09-answer": source}, measure))}
+
+
+def rebind(binding=None, *, times: float = 1.0):
+    """A forge: every nonstrict_trace function node's ``binding`` set to ``binding`` (None: removed), and every
+    reported value multiplied by ``times``."""
+    from compile_course import measurement
+
+    def forge(reply):
+        for run in reply.get("runs") or []:
+            for graph in run["graphs"]:
+                for node in graph["nodes"]:
+                    if "binding" in node:
+                        node.pop("binding")
+                        if binding is not None:
+                            node["binding"] = binding
+            for call in run["calls"]:
+                if times != 1.0 and call["value"] is not None:
+                    call["value"] = measurement.to_data(measurement.from_data(call["value"]) * times)
+    return forge
+
+
+def test_the_serving_child_names_the_binding_that_holds_the_graphs_function(exercises):
+    seen = []
+
+    def record(reply):
+        seen.extend(n.get("binding") for run in reply.get("runs") or [] for g in run["graphs"] for n in g["nodes"]
+                    if n["op"] == "get_attr" and n["target"].endswith("_callable"))
+    verdicts = grade_forged(exercises, FACTORY_TWO_KINDS, record)
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+    assert seen and set(seen) == {"RIGHT"}, seen   # float32 and float64 calls both take RIGHT; WRONG never runs
+
+
+def test_a_binding_to_another_function_of_the_name_gains_nothing(exercises):
+    # the re-run runs WRONG (twice RIGHT's values): not the output reported
+    verdicts = grade_forged(exercises, FACTORY_TWO_KINDS, rebind("WRONG"))
+    assert passed(verdicts) == set(TESTS) - {"ex09-test-graph"}, {k: v.message for k, v in verdicts.items()}
+    assert "does not give the output that was reported" in verdicts["ex09-test-graph"].message
+    # reporting WRONG's output as well: the re-run then matches it, the reference does not (on new inputs too)
+    verdicts = grade_forged(exercises, FACTORY_TWO_KINDS, rebind("WRONG", times=2.0))
+    assert "ex09-test-graph" not in passed(verdicts), verdicts["ex09-test-graph"].message
+    # the same name for an equal function (the factory answer's other binding): the same graph, nothing gained
+    verdicts = grade_forged(exercises, FACTORY, rebind("SALTED_DOUBLE"))
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+
+
+@pytest.mark.parametrize(("binding", "why"), [
+    ("scaled_block_fixed", "is no nonstrict_trace function named 'salted')"),   # a def of the answer's, not one
+    ("channel_salt", "is no nonstrict_trace function named 'salted')"),         # a setup function
+    ("NOWHERE", "is no nonstrict_trace function named 'salted')"),
+    ("torch.tanh", "cannot be checked (it names the answer's nonstrict_trace function by something other"),
+    ("__builtins__", "cannot be checked (it names the answer's nonstrict_trace function by something other"),
+    ("x" * 200, "cannot be checked (it names the answer's nonstrict_trace function by something other"),
+    (7, "cannot be checked (it names the answer's nonstrict_trace function by something other"),
+])
+def test_a_binding_that_names_no_nonstrict_function_of_the_name_is_refused(exercises, binding, why):
+    verdicts = grade_forged(exercises, FACTORY_TWO_KINDS, rebind(binding))
+    assert passed(verdicts) == set(TESTS) - {"ex09-test-graph"}, {k: v.message for k, v in verdicts.items()}
+    assert why in verdicts["ex09-test-graph"].message, verdicts["ex09-test-graph"].message
+
+
+def test_without_a_binding_the_re_run_searches_by_name_as_before(exercises):
+    # a child that names nothing (the function in a tuple, say): two functions named 'salted', refused
+    verdicts = grade_forged(exercises, FACTORY_TWO_KINDS, rebind(None))
+    assert "2 nonstrict_trace functions are named 'salted': bind each" in verdicts["ex09-test-graph"].message
+    # one function of the name: found by it
+    verdicts = grade_forged(exercises, answer("correct-nonstrict-trace")["ex09-answer"], rebind(None))
+    assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
+
+
+def test_a_binding_is_accepted_only_on_a_nonstrict_functions_node():
+    from course_grader.verdict import graphcheck
+
+    spec = '[1, {"type": "builtins.tuple", "context": "null", "children_spec": []}]'
+    nodes = [
+        {"op": "placeholder", "name": "l_x_", "target": "L_x_", "args": {"tuple": []}, "kwargs": {"kwargs": {}},
+         "source": "L['x']"},
+        {"op": "get_attr", "name": "f_callable", "target": "f_callable", "args": {"tuple": []},
+         "kwargs": {"kwargs": {}}, "binding": "F"},
+        {"op": "get_attr", "name": "f_input_spec", "target": "f_input_spec", "args": {"tuple": []},
+         "kwargs": {"kwargs": {}}, "spec": spec},
+        {"op": "call_function", "name": "flat", "target": "torch._dynamo.variables.torch.flat_apply_capture",
+         "args": {"tuple": [{"node": "f_callable"}, {"node": "f_input_spec"}, {"node": "l_x_"}]},
+         "kwargs": {"kwargs": {}}},
+        {"op": "output", "name": "output", "target": "output", "args": {"tuple": [{"tuple": [{"node": "flat"}]}]},
+         "kwargs": {"kwargs": {}}}]
+    kinds = frozenset({"nonstrict_trace"})
+    assert graphcheck.validate({"nodes": nodes}, kinds) is None
+    for i in (0, 2, 3, 4):   # on any other node, a binding is refused
+        nodes[i]["binding"] = "F"
+        assert graphcheck.validate({"nodes": nodes}, kinds) == "a node is malformed", i
+        del nodes[i]["binding"]
+    assert graphcheck.validate({"nodes": nodes}, kinds) is None
