@@ -679,6 +679,20 @@ CASES: list[Case] = [
              "def scaled_block_fixed(x, w, name):\n"
              "    hidden = torch.tanh(torch.matmul(x, w))\n"
              "    return times_salt(hidden, name, GAIN)\n")}),
+    Case("honest-factory-nonstrict", "ex09", 8, "two nonstrict_trace functions made by one factory, one per "
+         "dtype, both named 'salted' (adversary's second review, section 4): torch's graph names the one it calls "
+         "'salted_callable', which a name cannot tell from the other; the child that captured the graph says "
+         "which top-level name holds it (SALTED_SINGLE), and the re-run runs that one",
+         replace={"ex09-answer": (
+             "def _make_salted():\n"
+             "    def salted(h, name, gain):\n"
+             "        return h * (channel_salt(name) * gain)\n\n"
+             "    return torch._dynamo.nonstrict_trace(salted)\n\n\n"
+             "SALTED_SINGLE = _make_salted()\n"
+             "SALTED_DOUBLE = _make_salted()\n\n\n"
+             "def scaled_block_fixed(x, w, name):\n"
+             "    h = torch.tanh(x @ w)\n"
+             "    return (SALTED_DOUBLE if x.dtype == torch.float64 else SALTED_SINGLE)(h, name, GAIN)\n")}),
     Case("adv-stale-default-gain", "ex09", 6, "reads GAIN once, as a default argument: right while GAIN keeps "
          "its first value (public cases and the graph test), wrong after the serving code changes it (the "
          "hidden gain test). Its nonstrict_trace wraps a lambda: torch 2.14.1 captures the same one graph as "
