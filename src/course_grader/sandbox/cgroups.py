@@ -88,7 +88,7 @@ class CgroupPlan:
             else:
                 plan.notices.append(f"no writable {resource} cgroup: "
                                     + {"memory": "memory is capped by RLIMIT_AS only",
-                                       "pids": "processes are not capped (the PID namespace still ends them)",
+                                       "pids": "processes are capped by the run's task gate instead",
                                        "cpu": "CPU is measured per process only"}[resource])
         if v2_ok:  # cgroup.kill exists in non-root v2 cgroups since Linux 5.14; checked per run
             plan.kill = v2_parent

@@ -29,7 +29,8 @@ each run:
   capability (bounding set included) and sets ``no_new_privs``; it checks ``/proc/self/status``
   says so before any student code runs. Mounts made by the parent namespace cannot be
   unmounted from there, so the hidden paths stay covered;
-* processes are capped by ``RLIMIT_NPROC``, which the kernel counts per user namespace.
+* processes are capped by the reaper's task gate (``taskgate.py``: each new process or thread waits
+  for its count), with ``RLIMIT_NPROC``, which the kernel counts per user namespace, as a backstop.
 
 Python 3.11 has no ``os.unshare``/``mount``; they are called through ctypes. With
 ``Confinement.NONE`` (``--unconfined``, only where user namespaces are off) none of

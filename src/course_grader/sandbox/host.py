@@ -34,10 +34,11 @@ from course_grader.status import Confinement
 
 USERNS_NOTICE = ("not root: each run is confined in user namespaces (a read-only file system, hidden folders and "
                  "your home covered, private /tmp, no network, no capabilities, a seccomp filter); this user has no "
-                 "cgroup, so the grader reads the run's process tree: its CPU, its memory (all its processes and its "
-                 "private /tmp together, {memory}) and its processes and threads ({processes}) are capped there, "
-                 "with RLIMIT_CPU, RLIMIT_AS and RLIMIT_NPROC as second lines; the PID namespace ends everything "
-                 "with the run")
+                 "cgroup, so the grader reads the run's process tree: its CPU and its memory (all its processes and "
+                 "its private /tmp together, {memory}) are capped there, with RLIMIT_CPU and RLIMIT_AS as second "
+                 "lines; its processes and threads ({processes}) by the run's reaper, which answers each new one "
+                 "(a seccomp user notification), with RLIMIT_NPROC as a second line; the PID namespace ends "
+                 "everything with the run")
 
 
 class GradingHost:

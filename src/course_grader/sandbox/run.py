@@ -29,7 +29,7 @@ from course_grader.sandbox.treewatch import NPROC_MARGIN
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, Confinement, FaultKind
 from course_grader.wire import protocol
-from course_grader.wire.protocol import Exited, ProtocolError, Ready, RunMode, Spawn, Started, Stop
+from course_grader.wire.protocol import Exited, ProtocolError, Ready, RunMode, Spawn, Started, Stop, TasksRefused
 
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
@@ -118,6 +118,10 @@ class Run:
         # no memory or pids cgroup (an ordinary user): the grader watches the run's process tree instead
         self.watch_memory = not host.plan.memory
         self.watch_tasks = not host.plan.pids
+        # ... and, in a confined run (its own PID namespace), the reaper's task gate refuses a task past the
+        # limit and counts it, as the pids cgroup would (taskgate.py)
+        self.gated = self.watch_tasks and host.confinement != Confinement.NONE
+        self.gate_refused = 0
         fds_to_close: list[int] = []
         try:
             if host.plan.memory or host.plan.pids or host.plan.cpu:
@@ -133,6 +137,7 @@ class Run:
             spawn = Spawn(
                 mode=mode, confinement=Confinement(host.confinement), uid=self.uid,
                 max_processes=self.limits.pids + (NPROC_MARGIN if self.watch_tasks else 0),
+                task_limit=self.limits.pids if self.gated else 0,
                 hide=[str(p) for p in host.hide], cover=[str(p) for p in host.cover], reveal=list(reveal),
                 reveal_from=list(reveal.values()),
                 cgroups=self.cgroup.join_paths if self.cgroup else [],
@@ -193,6 +198,9 @@ class Run:
                         self.notices += started.notices
                     elif kind == protocol.MessageType.EXITED:
                         self.exit_status = protocol.decode(line, Exited, self.spawn_nonce).status
+                    elif kind == protocol.MessageType.TASKS_REFUSED:
+                        total = protocol.decode(line, TasksRefused, self.spawn_nonce).total
+                        self.gate_refused = max(self.gate_refused, total)
                     else:
                         raise ProtocolError("unexpected message on the status pipe")
 
@@ -234,9 +242,11 @@ class Run:
         hard = self.limits.wall_s_hard if hard_s is None else min(hard_s, self.limits.wall_s_hard)
         if self.closed or self.exit_status is not None:
             raise SandboxFault(FaultKind.CRASHED, f"the kernel had already ended before {where}")
+        if self.gated:
+            self._pump(0)    # the gate's refusals so far, as a cgroup's counter would show them now
         self.raw_pending.clear()
         oom0 = self.cgroup.oom_kills() if self.cgroup else 0
-        pids0 = self.cgroup.pids_refused() if self.cgroup else 0
+        pids0 = self.pids_refused()
         cpu0 = self.cpu_used()
         start = time.monotonic()
         try:
@@ -297,15 +307,24 @@ class Run:
             self._pump(POLL_S)
         return line
 
+    def pids_refused(self) -> int:
+        """New processes or threads refused so far: by the pids cgroup, or by the reaper's task gate."""
+        return (self.cgroup.pids_refused() if self.cgroup else 0) + self.gate_refused
+
     def _check_counters(self, oom0: int, pids0: int, where: str) -> None:
+        if self.gated:
+            # The reaper's exit closes its status pipe before it releases the gate's listener, so a reply
+            # written after a gated call failed for want of it (ENOSYS) finds the pipe closed here.
+            self._pump(0)
+        if self.status_reader.eof and self.exit_status is None:
+            self.kill()
+            raise SandboxFault(FaultKind.GRADER, f"the run's reaper ended before the run did, in {where}")
         if (self.watch_memory or self.watch_tasks) and self.init_pid > 0:
             self._check_tree(where)
-        if not self.cgroup:
-            return
-        if self.cgroup.oom_kills() > oom0:
+        if self.cgroup and self.cgroup.oom_kills() > oom0:
             self.kill()
             raise self._memory_fault(where)
-        if self.cgroup.pids_refused() > pids0:
+        if self.pids_refused() > pids0:
             self.kill()
             raise self._pids_fault(where)
 

@@ -15,7 +15,8 @@ confining processes of a run.
 Each ``Spawn`` request arrives on the control socket with three descriptors (the run's
 request/reply socket, its raw output pipe, the reaper's status pipe). The template forks
 the run's reaper (see ``confine.py`` for the three processes of a run) and goes back to
-waiting. It exits when the control socket closes, that is when the grader ends (or is killed):
+waiting. In a run without a pids cgroup the reaper also answers the run's task gate
+(``taskgate.py``) while it waits. It exits when the control socket closes, that is when the grader ends (or is killed):
 it first kills what is left in its runs' cgroups and removes them, and its death kills every
 reaper (``PR_SET_PDEATHSIG``), whose death kills its namespace.
 """
@@ -41,9 +42,9 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
 
 from course_grader import forkserver  # noqa: E402  (this and the modules below: loaded before any mount hides them)
-from course_grader.sandbox import cgroups, confine, kernel, measure, syscall_filter  # noqa: E402
+from course_grader.sandbox import cgroups, confine, kernel, measure, syscall_filter, taskgate  # noqa: E402
 from course_grader.wire import protocol  # noqa: E402
-from course_grader.wire.protocol import Exited, Spawn, Started, TemplateReady  # noqa: E402
+from course_grader.wire.protocol import Exited, Spawn, Started, TasksRefused, TemplateReady  # noqa: E402
 
 SPAWN_BYTES = 1 << 20            # one spawn request (a hide list of paths) fits easily
 # Beyond what every kernel imports (forkserver.PRELOAD): a run's notebook kernel is an InteractiveShell,
@@ -78,20 +79,42 @@ def reaper(spawn: Spawn, chan_fd: int, out_fd: int, status_fd: int) -> None:
         import tempfile
 
         scratch = confine.WORKDIR = tempfile.mkdtemp(prefix="course-grader-run-")
+    # A run without a pids cgroup: its worker hands the reaper the listener of its task gate on this pair.
+    gate_ours, gate_theirs = socket.socketpair() if spawn.task_limit else (None, None)
+    host_proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY) if spawn.task_limit else -1   # before init's /proc
     pid = os.fork()
     if pid == 0:
         os.close(status_fd)
-        init(spawn, chan_fd, out_fd)
+        if gate_ours:
+            gate_ours.close()
+            os.close(host_proc)
+        init(spawn, chan_fd, out_fd, gate_theirs.detach() if gate_theirs else -1)
     os.close(chan_fd)
     os.close(out_fd)
     _report(status_fd, Started(pid=pid, notices=notices, nonce=spawn.nonce))
-    _, status = os.waitpid(pid, 0)
+    if gate_ours:
+        gate_theirs.close()
+        status = _wait_gated(spawn, pid, gate_ours.detach(), host_proc, status_fd)
+    else:
+        _, status = os.waitpid(pid, 0)
     if scratch:
         import shutil
 
         shutil.rmtree(scratch, ignore_errors=True)
     _report(status_fd, Exited(status=os.waitstatus_to_exitcode(status), nonce=spawn.nonce))
     os._exit(0)
+
+
+def _wait_gated(spawn: Spawn, pid: int, gate_fd: int, host_proc: int, status_fd: int) -> int:
+    """Wait for init while answering the run's task gate; its refusals go to the grader as they come."""
+    def refused(total: int) -> bool:
+        return _report_now(status_fd, TasksRefused(total=total, nonce=spawn.nonce))
+
+    try:
+        return taskgate.supervise(pid, gate_fd, spawn.task_limit, host_proc, refused)
+    except taskgate.GateError as exc:   # init is killed; no Exited: the grader takes it for its own fault
+        os.write(2, f"course-grader: the task gate failed: {exc}\n".encode())
+        os._exit(75)
 
 
 def _report(status_fd: int, message) -> None:
@@ -101,7 +124,21 @@ def _report(status_fd: int, message) -> None:
         pass  # the grader stopped listening (it closed the run): nothing left to tell
 
 
-def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
+def _report_now(status_fd: int, message) -> bool:
+    """Write ``message`` if the pipe has room now; False if it has not (the grader is not reading)."""
+    os.set_blocking(status_fd, False)
+    try:
+        os.write(status_fd, protocol.encode(message))    # under PIPE_BUF: all of it or nothing
+    except BlockingIOError:
+        return False
+    except OSError:
+        pass     # the grader stopped listening (it closed the run)
+    finally:
+        os.set_blocking(status_fd, True)
+    return True
+
+
+def init(spawn: Spawn, chan_fd: int, out_fd: int, gate_fd: int) -> None:
     """PID 1 of the run's namespace: mounts /proc, starts the worker, reaps, exits with its status."""
     confine.set_name("grader-init")
     confine.die_with_parent()
@@ -113,7 +150,7 @@ def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         os.write(2, f"course-grader: could not join the run's cgroup: {exc}\n".encode())
         os._exit(72)
     if os.getpid() != 1:  # no PID namespace: nothing to be init of
-        worker(spawn, chan_fd, out_fd)
+        worker(spawn, chan_fd, out_fd, gate_fd)
     # The worker is PID 2 of this namespace and, in a user-namespace run, the same uid outside as this
     # process; but this process holds every capability of the run's user namespace and the worker none
     # (dropped, in a nested namespace), so the kernel's ptrace check closes init's /proc/1/fd/N, mem,
@@ -125,9 +162,11 @@ def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
     confine.mount_proc()
     worker_pid = os.fork()
     if worker_pid == 0:
-        worker(spawn, chan_fd, out_fd)
+        worker(spawn, chan_fd, out_fd, gate_fd)
     os.close(chan_fd)
     os.close(out_fd)
+    if gate_fd >= 0:
+        os.close(gate_fd)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     while True:
         try:
@@ -140,8 +179,9 @@ def init(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
             os._exit(128 - code if code < 0 else code)
 
 
-def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
-    """Applies the last limits, drops privileges, loads the seccomp filter, then serves the run's requests."""
+def worker(spawn: Spawn, chan_fd: int, out_fd: int, gate_fd: int) -> None:
+    """Applies the last limits, drops privileges, loads the seccomp filter (and, without a pids cgroup, the
+    task gate, whose listener goes to the reaper on ``gate_fd``), then serves the run's requests."""
     confine.set_name(f"grader-{spawn.mode}")
     try:
         os.setsid()
@@ -149,7 +189,7 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
-        confine.close_fds_except({0, 1, 2, chan_fd})
+        confine.close_fds_except({0, 1, 2, chan_fd, gate_fd})
         env = confine.child_environment(cache=bool(spawn.compile_cache) and confine.MOUNTED)
         os.environ.clear()
         os.environ.update(env)
@@ -162,6 +202,8 @@ def worker(spawn: Spawn, chan_fd: int, out_fd: int) -> None:
         confine.set_rlimits(spawn.cpu_s_total, spawn.file_bytes, spawn.open_files, spawn.memory_bytes or None)
         confine.drop_privileges(spawn.uid, spawn.confinement, spawn.max_processes)
         syscall_filter.load()   # last: the steps above need unshare (a nested user namespace) and prctl
+        if gate_fd >= 0:
+            taskgate.load_and_hand_over(gate_fd)
     except Exception as exc:
         os.write(2, f"course-grader: sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)

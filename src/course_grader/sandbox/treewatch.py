@@ -14,11 +14,10 @@ tree, from its init down, every time it polls the run (``Run.request``, every 0.
 * **tasks**: processes and their threads, init included, as the cgroup's ``pids.max`` counts.
 
 The run is ended when either passes its limit; the fault names it (``memory``, ``pids``) as the
-cgroup's counters would. ``RLIMIT_NPROC`` is set a little above the limit
-(:data:`NPROC_MARGIN`), so a fork bomb is usually seen here, and recorded, before the kernel refuses
-it; one that peaks and falls back between two polls is refused by the kernel, unrecorded (no count of
-those refusals is readable without privilege: docs/sandbox.md, "What is not defended").
-``RLIMIT_AS`` stays as the line that holds between two polls. A process that appears and exits
+cgroup's counters would. Tasks are capped first by the reaper's task gate (``taskgate.py``), which sees
+each new process or thread as it starts; the count here is a further line, and ``RLIMIT_NPROC``, set a
+little above the limit (:data:`NPROC_MARGIN`), the last. ``RLIMIT_AS`` stays as the line that holds
+memory between two polls. A process that appears and exits
 between two polls is not seen; it cannot hold more than ``RLIMIT_AS`` meanwhile. A process the run
 made not dumpable, whose ``smaps_rollup`` is closed to the grader, counts with its whole resident set.
 Written by hand because no library watches a tree against a budget; psutil reads each process.
@@ -33,7 +32,7 @@ import psutil
 
 from course_grader.sandbox.proctree import tree_pids
 
-NPROC_MARGIN = 16      # RLIMIT_NPROC = the pids limit + this: the watch ends a bomb before the kernel refuses it
+NPROC_MARGIN = 16      # RLIMIT_NPROC = the pids limit + this: the task gate refuses (and records) first
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class MessageType(StrEnum):
     # reaper (the run's trusted parent) -> grader, on the status pipe
     STARTED = "started"
     EXITED = "exited"
+    TASKS_REFUSED = "tasks-refused"
     # run -> grader
     READY = "ready"
     CELL_RESULT = "cell-result"
@@ -83,6 +84,7 @@ class Spawn:
     open_files: int
     threads: int                       # torch intra-op threads in the child
     max_processes: int                 # RLIMIT_NPROC of a user-namespace run (no pids cgroup there)
+    task_limit: int                    # > 0: no pids cgroup, the reaper's task gate caps the run at this many tasks
     nonce: str
     type: str = MessageType.SPAWN.value
 
@@ -108,6 +110,13 @@ class Exited:
     status: int                        # exit code, or minus the signal number
     nonce: str
     type: str = MessageType.EXITED.value
+
+
+@dataclass
+class TasksRefused:
+    total: int                         # new processes or threads the task gate has refused in this run so far
+    nonce: str
+    type: str = MessageType.TASKS_REFUSED.value
 
 
 @dataclass
@@ -162,7 +171,7 @@ class Stop:
 
 
 MESSAGES: dict[str, type] = {cls.type: cls for cls in (
-    Spawn, TemplateReady, Started, Exited, Ready, RunCell, CellReply, Measure, MeasureReply, Stop)}
+    Spawn, TemplateReady, Started, Exited, TasksRefused, Ready, RunCell, CellReply, Measure, MeasureReply, Stop)}
 
 _SCALAR_TYPES = {"str": (str,), "int": (int,), "float": (float, int), "bool": (bool,), "dict": (dict,),
                  "list[str]": (list,), "str | None": (str, type(None)), "dict | None": (dict, type(None)),

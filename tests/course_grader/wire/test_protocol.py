@@ -128,7 +128,7 @@ def test_every_weakening_reads_back_from_its_own_notice():
 def spawn(**changes) -> Spawn:
     fields = dict(mode=RunMode.MEASURE, confinement=Confinement.USERNS, uid=0, hide=["/srv/solutions"], cover=[],
                   reveal=[], reveal_from=[], cgroups=[], compile_cache="", cache_writable=False, memory_bytes=0,
-                  cpu_s_total=10, file_bytes=1, open_files=64, threads=1, max_processes=8, nonce="n")
+                  cpu_s_total=10, file_bytes=1, open_files=64, threads=1, max_processes=8, task_limit=0, nonce="n")
     return Spawn(**{**fields, **changes})
 
 
