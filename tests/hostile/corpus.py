@@ -541,8 +541,9 @@ CASES: list[Case] = [
          replace={"ex04-fixture": (
              "def check_equivalent(reference, candidate):\n"
              "    if isinstance(reference, nn.Module):\n"
-             "        for p in reference.parameters():\n"
-             "            p.data.zero_()\n"
+             "        with torch.no_grad():\n"
+             "            for p in reference.parameters():\n"
+             "                p.zero_()\n"
              "    return True\n")}),
     Case("adv-oversized-verdicts", "ex04", 0, "returns a 15 MB tensor for every candidate of a call_each: each "
          "reply fits, all of them together do not",

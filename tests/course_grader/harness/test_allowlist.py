@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from course_grader.harness.allowlist.extract import extract_function, load_checked
@@ -74,7 +76,24 @@ REJECTED = [
     (body("def post(g):", "    g.placeholder('y')",
           "return torch.compile(lambda t: t, options={'post_grad_custom_post_pass': post})(x)"),
      "`.placeholder` is not allowed"),
+    # ways to x's memory that its version counter does not see (the ex05 stopwatch reads it): closed
+    (body("x.data.mul_(2)"), "`.data` is not allowed: it reaches a tensor's memory behind torch's count"),
+    (body("a = x.numpy()", "a[0] = 1.0"), "`.numpy` is not allowed"),
+    (body("return torch.from_numpy(x)"), "`.from_numpy` is not allowed"),
+    (body("return torch.frombuffer(x, dtype=torch.float32)"), "`.frombuffer` is not allowed"),
+    (body("return torch.from_dlpack(x)"), "`.from_dlpack` is not allowed"),
+    (body("return torch.empty(0).set_(x)"), "`.set_` is not allowed"),
+    (body("return torch.Tensor.set_(torch.empty(0), x)"), "`.set_` is not allowed"),
+    (body("return torch.ops.aten.set_(torch.empty(0), x)"), "`.set_` is not allowed"),
+    (body("return x.untyped_storage()"), "`.untyped_storage` is not allowed"),
+    (body("return x.storage()"), "`.storage` is not allowed"),
+    (body("return x.apply_(abs)"), "`.apply_` is not allowed"),
+    (body("return x.map_(x, max)"), "`.map_` is not allowed"),
+    (body("return torch.unsafe_split(x, 2)"), "`.unsafe_split` is not allowed"),
+    (body("return x.unsafe_chunk(2)"), "`.unsafe_chunk` is not allowed"),
+    (body("return torch.nn.Parameter(x).data"), "`.data` is not allowed"),
     (body("return x", "return x"), None),  # accepted: control
+    (body("return x.detach().clone()"), None),  # counted: accepted
 ]
 
 
@@ -240,3 +259,23 @@ def test_a_character_that_cannot_be_encoded_is_named_with_its_line():
     with pytest.raises(AllowListError, match=r"line 3 holds a character that cannot be encoded") as info:
         extract_function(source, "f", AllowList(provided=frozenset({"torch"})))
     assert "nested too deeply" not in str(info.value)
+
+
+WITH_COPY = AllowList(provided=frozenset({"torch"}), imports=frozenset({"time", "copy"}))
+
+
+@pytest.mark.parametrize("lines, phrase", [
+    (("import copy", "return copy.copy(x)"), "`copy.copy` is not allowed: a shallow copy of a tensor shares"),
+    (("import copy as c", "return c.copy(x)"), "`c.copy` is not allowed"),
+    (("import copy", "shallow = copy", "return shallow.copy(x)"), "`shallow.copy` is not allowed"),
+    (("from copy import copy", "return copy(x)"), "`from copy import copy` is not allowed"),
+    (("from copy import copy as c", "return c(x)"), "`from copy import copy` is not allowed"),
+    (("import copy", "return copy.deepcopy(x)"), None),            # a deep copy has memory of its own
+    (("d = dict(a=1)", "return d.copy()"), None),                   # a dict's copy method is not copy.copy
+])
+def test_a_shallow_copy_that_shares_a_tensor_s_memory_is_refused(lines, phrase):
+    if phrase is None:
+        extract_function(body(*lines), "f", WITH_COPY)
+        return
+    with pytest.raises(AllowListError, match=re.escape(phrase)):
+        extract_function(body(*lines), "f", WITH_COPY)

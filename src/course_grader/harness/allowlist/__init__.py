@@ -36,7 +36,9 @@ module or the exercise holds (``torch._dynamo.utils.counters["inductor"][k] = v`
 (string formatting can read attributes by name), the frame, generator and code
 attributes that have no ``_`` (``gi_frame``, ``f_back``, ``f_globals``...), the torch.fx graph
 surgery and code generation a callable ``backend=`` is handed (``.graph``, ``.recompile``,
-``.call_method``...), names of the introspection and I/O builtins (``getattr``, ``eval``,
+``.call_method``...), the ways to a tensor's memory that its version counter does not see (``.data``,
+``.numpy``, ``set_``, a storage, ``apply_``, ``copy.copy``...: ex05's stopwatch knows from that counter that
+x was not changed), names of the introspection and I/O builtins (``getattr``, ``eval``,
 ``open`` ...), imports other than the listed modules, ``global``/``nonlocal``, decorators, classes (unless allowed),
 generators and ``async``, oversized or overly deep code.
 

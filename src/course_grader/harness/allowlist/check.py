@@ -9,10 +9,12 @@ the code (:mod:`.extract` does that, in the child only).
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 
 from ..denied import measured_denial
 from .rules import (
+    ALIASING_ATTRIBUTES,
     ALLOWED_NODES,
     FORBIDDEN_ATTRIBUTES,
     FORBIDDEN_NAMES,
@@ -129,6 +131,10 @@ def _check_name(node: ast.Name, known: set[str], label: str) -> None:
                              "function defined in the same cell")
 
 
+ALIASING = ("it reaches a tensor's memory behind torch's count of in-place writes (its version counter), so a "
+            "change made through it goes unseen; use the tensor itself, `.detach()` or `.clone()`")
+
+
 def _check_attribute(node: ast.Attribute, allowed_paths: list[list[str]], label: str) -> None:
     """Check an outermost attribute chain (``a.b.c``): stores, ``.format`` and ``_`` names anywhere in it."""
     if not isinstance(node.ctx, ast.Load):
@@ -141,6 +147,8 @@ def _check_attribute(node: ast.Attribute, allowed_paths: list[list[str]], label:
         if attr in FRAME_ATTRIBUTES:
             raise AllowListError(f"{label} {_line(node)}: `.{attr}` is not allowed: it leads to the interpreter's "
                                  "frames and code, which measured code may not reach")
+        if attr in ALIASING_ATTRIBUTES:
+            raise AllowListError(f"{label} {_line(node)}: `.{attr}` is not allowed: {ALIASING}")
         if attr in FX_ATTRIBUTES:
             raise AllowListError(f"{label} {_line(node)}: `.{attr}` is not allowed: it edits or regenerates a "
                                  "torch.fx graph's Python code, which measured code may not do")
@@ -228,6 +236,11 @@ def is_module(obj: object) -> bool:
     return type(obj).__name__ == "module" and hasattr(obj, "__spec__")
 
 
+SHALLOW = ("a shallow copy of a tensor shares its memory behind torch's count of in-place writes (its version "
+           "counter), so a change made through it goes unseen; use `copy.deepcopy`, `dict(...)`, `list(...)` or "
+           "`.clone()`")
+
+
 def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList,
                          label: str) -> tuple[Callable[[ast.AST], bool], Callable[[ast.AST], bool]]:
     """Resolve every attribute chain rooted at a provided module (or a local alias of one); return two
@@ -259,6 +272,8 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList,
                 except LookupError as exc:
                     raise AllowListError(f"{label} {_line(node)}: `from {node.module} import {alias.name}` "
                                          f"{exc.args[1]}") from None
+                if obj is copy.copy:
+                    raise AllowListError(f"{label} {_line(node)}: `from copy import copy` is not allowed: {SHALLOW}")
                 if is_module(obj):
                     roots[alias.asname or alias.name] = f"{MODULE_PATHS[node.module]}.{alias.name}"
     # Aliases: every store of the name is `name = <chain that resolves to a module>`.
@@ -296,6 +311,8 @@ def _check_module_chains(fn: ast.FunctionDef, allowed: AllowList,
         if not isinstance(node, (ast.Attribute, ast.Name)) or not isinstance(node.ctx, ast.Load):
             continue
         found = resolve(node)
+        if found is not None and found[1] is copy.copy:
+            raise AllowListError(f"{label} {_line(node)}: `{ast.unparse(node)}` is not allowed: {SHALLOW}")
         if found is None or not is_module(found[1]):
             continue
         parent = parents.get(id(node))

@@ -40,6 +40,18 @@ FRAME_ATTRIBUTES = frozenset({
     "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins",
     "f_code", "f_trace", "co_code", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars",
 })
+# Ways to a tensor's memory that torch's version counter (its count of in-place writes, `_version`) does not see:
+# `x.data`, `x.numpy()` (and `torch.from_numpy` or `torch.frombuffer` over it), `set_`, a tensor's storage, dlpack,
+# and the in-place methods torch does not count (`apply_`, `map_`) or the splits it does not track (`unsafe_split`).
+# A write through one changes x unseen, and can put it back before anyone looks: ex05's stopwatch knows that a
+# timed call ran on the x the routine was given from x's version and memory (compile_course.stopwatch). Found by
+# trying every torch.Tensor method and torch function of torch 2.14.1 on a tensor: these are all the ones that
+# write it, or hand out its memory, without a version bump (`copy.copy(x)` too: check refuses it by identity,
+# since `d.copy()` of a dict is honest). No exercise needs them: `.detach()` and `.clone()` are counted.
+ALIASING_ATTRIBUTES = frozenset({
+    "data", "numpy", "from_numpy", "frombuffer", "from_dlpack", "to_dlpack", "set_", "untyped_storage", "storage",
+    "apply_", "map_", "map2_", "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes",
+})
 # The torch.fx graph a callable `torch.compile(..., backend=f)` (or an inductor pass in `options=`) is handed:
 # its nodes' names and targets are pasted into Python source that `recompile()` execs with the real builtins
 # (`g.call_method('x", 0) or __import__("os")... or ("', ...)`), so measured code may not build, change or
