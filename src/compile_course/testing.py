@@ -199,7 +199,7 @@ def _timed_call(fn, args: tuple, grad: bool, watches: list) -> CallResult:
     """``call_one``, with any stopwatch's ``torch.compile`` hook on, and the first stopwatch's record."""
     from .stopwatch import hooked
 
-    with hooked(watches):
+    with hooked(watches, args):   # the routine's tensors, kept as given before it runs
         result = measure.call_one(fn, args, grad=grad)
     if watches:
         result.timeline = watches[0].timeline()

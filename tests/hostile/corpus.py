@@ -605,6 +605,38 @@ CASES: list[Case] = [
              "    eager_first = timed(fn)\n    steady = [timed(fn) for _ in range(20)]\n"
              "    # not the fastest: the slowest call a 3x tolerance still takes for it\n"
              "    eager_fastest = max(t for t in steady if t < 2.9 * min(steady))\n") + EX05_HONEST_TAIL}),
+    Case("adv-sleep-inside-timer", "ex05", 1, "times every steady eager call with a 20 ms sleep inside its timer "
+         "(the second adversarial review's ex05-sleepgap, 5/5): each call's gap (the calls before and after it) held "
+         "the padded figure and no call was surely faster than it, a speedup of 35 for 2.4; a figure must be the "
+         "call's own span and what a timer adds to it, so only the boundary's point is fair",
+         replace={"ex05-answer": EX05_HONEST_HEAD + (
+             "\n    def padded(f):\n        start = time.perf_counter()\n        time.sleep(0.02)\n        f(x)\n"
+             "        return time.perf_counter() - start\n\n"
+             "    eager_first = timed(fn)\n    eager_fastest = min(padded(fn) for _ in range(20))\n")
+             + EX05_HONEST_TAIL}),
+    Case("adv-slow-values", "ex05", 1, "times the steady eager calls on x * inf (the second adversarial review's "
+         "ex05-values, 5/5): x's dtype, shape and contiguity, which is all the calls' records said, while sin and "
+         "cos take a slow path on inf (about 16x); the stand-in knows the tensor it was given, so only the "
+         "boundary's point is fair",
+         replace={"ex05-answer": EX05_HONEST_HEAD + (
+             "\n    def timed_on(f, values):\n        start = time.perf_counter()\n        f(values)\n"
+             "        return time.perf_counter() - start\n\n"
+             "    eager_first = timed(fn)\n    slow = x * float('inf')\n"
+             "    eager_fastest = min(timed_on(fn, slow) for _ in range(20))\n") + EX05_HONEST_TAIL}),
+    Case("adv-raising-compiled-calls", "ex05", 1, "times steady compiled calls that raise at once (the second "
+         "adversarial review's ex05-raising, 5/5): under torch.compiler.set_stance('fail_on_recompile') a call "
+         "under no_grad fails its grad-mode guard and raises before any work, caught inside the timer; a call that "
+         "raised is recorded as raised and no figure is taken over it, so only the boundary's point is fair",
+         replace={"ex05-answer": EX05_HONEST_HEAD + (
+             "\n    def quick(f):\n        start = time.perf_counter()\n        try:\n"
+             "            with torch.no_grad():\n                f(x)\n        except RuntimeError:\n"
+             "            pass\n        return time.perf_counter() - start\n\n"
+             "    eager_first = timed(fn)\n    eager_fastest = min(timed(fn) for _ in range(20))\n")
+             + EX05_HONEST_TAIL.replace(
+                 "    compiled_fastest = min(timed(compiled) for _ in range(10))\n",
+                 "    torch.compiler.set_stance('fail_on_recompile')\n    try:\n"
+                 "        compiled_fastest = min(quick(compiled) for _ in range(20))\n"
+                 "    finally:\n        torch.compiler.set_stance('default')\n", 1)}),
     Case("adv-counters-by-subscript", "ex05", 0, "measures honestly, but on its later inductor runs compiles "
          "another graph (a cache miss), claims 'warm' and writes inductor's counters by subscript to agree, "
          "keeping its own count in torch's counters across graded calls (adversary's mal06, whose figure 3 "

@@ -92,7 +92,8 @@ COMPILE_STATS = {"graphs": ("stats", "unique_graphs"), "fxgraph_hit": ("inductor
 MAX_CALLS = 2000
 MAX_COMPILES = 20
 CALL_KEYS = {"kind", "compile", "enter", "start", "end", "exit", "args", "keywords", "graphs", "fxgraph_hit",
-             "fxgraph_miss", "threads"}
+             "fxgraph_miss", "threads", "grad", "given", "raised"}
+MAX_RAISED = 80   # an exception's name, as a call record keeps it
 COMPILE_KEYS = {"backend", "fullgraph", "dynamic", "mode"}
 
 
@@ -120,7 +121,10 @@ def read_timeline(data: Any) -> dict:
                                                                           "fxgraph_miss", "threads")) \
                 or (c["kind"] == "eager") != (c["compile"] is None) \
                 or c["compile"] is not None and not (type(c["compile"]) is int and 0 <= c["compile"] < len(compiles)) \
-                or type(c["args"]) is not list or len(c["args"]) > 8:
+                or type(c["args"]) is not list or len(c["args"]) > 8 \
+                or type(c["grad"]) is not bool or not (c["given"] is None or type(c["given"]) is bool) \
+                or c["raised"] is not None and not (type(c["raised"]) is str and len(c["raised"]) <= MAX_RAISED
+                                                    and c["raised"].isidentifier()):
             raise ReplyError("a stopwatch's call record is malformed")
         to_data(c["args"])   # plain data, bounded
         last = c["exit"]

@@ -175,7 +175,7 @@ def _serve(payload: dict) -> dict:
         spies: list = []
         watches: list = []
         args = tuple(_arg(a, namespace, spies, allowed, watches) for a in request.args)
-        with hooked(watches):
+        with hooked(watches, args):   # before anything runs: the routine's tensors, kept as given
             if watches and function is not None:   # loaded under the hook: `from torch import compile` sees it
                 fn = load_checked(function.source, name, allowed, namespace)
             result = measure.call_one(*_called(fn, caller, args), grad=options.grad)
@@ -190,7 +190,7 @@ def _serve(payload: dict) -> dict:
             measure.restore_global_state()
             watches = []
             args = tuple(_arg(a, namespace, [], allowed, watches) for a in call)
-            with hooked(watches):
+            with hooked(watches, args):
                 if (i or watches) and function is not None:   # a fresh load: what a call left in a default is gone
                     fn = load_checked(function.source, name, allowed, namespace)
                 result = measure.call_one(*_called(fn, caller, args), grad=options.grad)

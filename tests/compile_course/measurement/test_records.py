@@ -90,7 +90,8 @@ def test_a_timing_round_trips_and_is_bounded():
 
 def timeline(**call):
     base = {"kind": "compiled", "compile": 0, "enter": 0.05, "start": 0.1, "end": 0.2, "exit": 0.25, "args": [],
-            "keywords": 0, "graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 1, "threads": 1}
+            "keywords": 0, "graphs": 1, "fxgraph_hit": 0, "fxgraph_miss": 1, "threads": 1, "grad": True,
+            "given": True, "raised": None}
     return {"calls": [{**base, **call}],
             "compiles": [{"backend": "inductor", "fullgraph": False, "dynamic": None, "mode": None}], "end": 1.0}
 
@@ -101,7 +102,22 @@ def test_a_timeline_is_read_back_as_plain_dicts():
 
 @pytest.mark.parametrize("call", [{"start": 0.3}, {"end": 2.0}, {"enter": 0.15}, {"exit": 0.15}, {"exit": 1.5},
                                   {"kind": "eager"}, {"compile": 1}, {"graphs": -1}, {"args": [2 ** 64]},
-                                  {"threads": 1.5}])
+                                  {"threads": 1.5}, {"grad": 1}, {"grad": None}, {"given": 1}, {"given": "yes"},
+                                  {"raised": 1}, {"raised": "not a name"}, {"raised": "E" * 81}, {"raised": ""}])
 def test_a_timeline_out_of_order_or_out_of_range_is_refused(call):
     with pytest.raises(ReplyError):
         read_timeline(timeline(**call))
+
+
+def test_a_call_that_raised_and_its_grad_mode_and_inputs_are_read_back():
+    read = read_timeline(timeline(raised="RuntimeError", grad=False, given=False))["calls"][0]
+    assert (read["raised"], read["grad"], read["given"]) == ("RuntimeError", False, False)
+    assert read_timeline(timeline(given=None))["calls"][0]["given"] is None
+
+
+@pytest.mark.parametrize("key", ["raised", "grad", "given"])
+def test_a_call_record_without_a_key_is_refused(key):
+    data = timeline()
+    del data["calls"][0][key]
+    with pytest.raises(ReplyError, match="call record is malformed"):
+        read_timeline(data)

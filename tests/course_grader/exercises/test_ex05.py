@@ -205,3 +205,89 @@ def test_inductor_s_counters_rewritten_by_subscript_refuse_the_answer(grade_with
     verdicts = grade_with("ex05", edited(model, after, forged))
     assert failing(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}
     assert "writing into `c[...]` is not allowed" in verdicts["ex05-test-cache-speedup"].message
+
+
+EAGER_STEADY = "    eager_fastest = min(timed(fn) for _ in range(STEADY_CALLS))\n"
+COMPILED_STEADY = "    compiled_fastest = min(timed(compiled) for _ in range(STEADY_CALLS))\n"
+
+
+def test_a_sleep_inside_every_steady_eager_timer_gets_the_boundary_only(grade_with, model):
+    # the adversarial hand-in ex05-sleepgap (5/5 before): each steady eager call timed with a 20 ms sleep inside its
+    # timer, so every call's gap held the figure and none was "surely faster"; the figure is far above any call's
+    # own span and what a timer adds to it
+    padded = ("    def padded(f):\n        start = time.perf_counter()\n        time.sleep(0.02)\n        f(x)\n"
+              "        return time.perf_counter() - start\n\n"
+              "    eager_fastest = min(padded(fn) for _ in range(STEADY_CALLS))\n")
+    verdicts = grade_with("ex05", edited(model, EAGER_STEADY, padded))
+    assert failing(verdicts) == {"ex05-test-timing", "ex05-test-cache-speedup"}, \
+        {k: v.message for k, v in verdicts.items()}
+    assert "report['eager_fastest_s']" in verdicts["ex05-test-timing"].message
+    assert "your timer held other work besides the call" in verdicts["ex05-test-timing"].message
+
+
+def test_steady_eager_calls_on_other_values_of_x_s_form_get_the_boundary_only(grade_with, model):
+    # the adversarial hand-in ex05-values (5/5 before): x * inf has x's dtype, shape and contiguity, and sends sin and
+    # cos down a slow path (about 16x); describe_arg cannot tell it from x
+    slow = "    slow = x * float('inf')\n    eager_fastest = min(timed(fn, slow) for _ in range(STEADY_CALLS))\n"
+    source = edited(model, EAGER_STEADY, slow)["ex05-answer"]
+    source = source.replace("    def timed(f):\n        start = time.perf_counter()\n        f(x)\n",
+                            "    def timed(f, on=x):\n        start = time.perf_counter()\n        f(on)\n")
+    verdicts = grade_with("ex05", {"ex05-answer": source})
+    assert failing(verdicts) == {"ex05-test-timing", "ex05-test-cache-speedup"}, \
+        {k: v.message for k, v in verdicts.items()}
+    assert "called on other values than x's" in verdicts["ex05-test-timing"].message
+
+
+def test_x_changed_behind_its_version_counter_is_refused_by_the_allow_list(grade_with, model):
+    # the same slow values made in x's own memory and put back: x's version would not count it; .data is refused
+    hidden = ("    saved = x.clone()\n    x.data.mul_(float('inf'))\n" + EAGER_STEADY + "    x.data.copy_(saved)\n")
+    verdicts = grade_with("ex05", edited(model, EAGER_STEADY, hidden))
+    assert failing(verdicts) == set(TESTS)
+    assert "`.data` is not allowed" in verdicts["ex05-test-timing"].message
+
+
+def test_steady_compiled_calls_that_raise_at_once_get_the_boundary_only(grade_with, model):
+    # the adversarial hand-in ex05-raising (5/5 before): under fail_on_recompile a compiled call under no_grad fails
+    # its grad-mode guard and raises at once (caught): its tiny time was taken as the compiled fastest
+    quick = ("    def quick(f):\n        start = time.perf_counter()\n        try:\n"
+             "            with torch.no_grad():\n                f(x)\n        except RuntimeError:\n            pass\n"
+             "        return time.perf_counter() - start\n\n"
+             "    torch.compiler.set_stance('fail_on_recompile')\n"
+             "    try:\n        compiled_fastest = min(quick(compiled) for _ in range(STEADY_CALLS))\n"
+             "    finally:\n        torch.compiler.set_stance('default')\n")
+    verdicts = grade_with("ex05", edited(model, COMPILED_STEADY, quick))
+    assert failing(verdicts) == {"ex05-test-timing", "ex05-test-cache-speedup"}, \
+        {k: v.message for k, v in verdicts.items()}
+    assert "a call raised" in verdicts["ex05-test-timing"].message
+    assert "(RuntimeError)" in verdicts["ex05-test-timing"].message
+
+
+def test_timing_on_an_unchanged_copy_of_x_passes(grade_with, model):
+    # honest: the routine times fn on x.clone() (equal values, never written): the same work
+    source = model.replace("    eager_first = timed(fn)\n", "    x = x.clone()\n    eager_first = timed(fn)\n", 1)
+    assert source != model
+    verdicts = grade_with("ex05", {"ex05-answer": source})
+    assert all(v.passed for v in verdicts.values()), {k: v.message for k, v in verdicts.items()}
+
+
+@pytest.fixture
+def grad_mode():
+    """Leaves torch's grad mode as it found it (here the children run in this process)."""
+    import torch
+
+    before = torch.is_grad_enabled()
+    yield
+    torch.set_grad_enabled(before)
+
+
+def test_every_call_under_no_grad_passes_and_mixed_grad_modes_do_not(grade_with, model, grad_mode):
+    body = model.split("    eager_first = timed(fn)\n", 1)
+    assert len(body) == 2
+    everything = body[0] + "    torch.set_grad_enabled(False)\n    eager_first = timed(fn)\n" + body[1]
+    verdicts = grade_with("ex05", {"ex05-answer": everything})
+    assert all(v.passed for v in verdicts.values()), {k: v.message for k, v in verdicts.items()}
+    mixed = edited(model, "    torch._dynamo.reset()", "    torch.set_grad_enabled(False)\n    torch._dynamo.reset()")
+    verdicts = grade_with("ex05", mixed)
+    assert failing(verdicts) == {"ex05-test-timing", "ex05-test-cache-speedup"}, \
+        {k: v.message for k, v in verdicts.items()}
+    assert "different grad modes" in verdicts["ex05-test-timing"].message
