@@ -375,7 +375,8 @@ def _problem(label: str, figure, first: bool, windows: list[tuple[float, float, 
     if surely_faster(figure, steady) > allowed_faster(len(steady)):
         return (f"report[{label!r}] ({figure:.6f} s) is not the fastest of the steady calls made of the function "
                 "you were given: more than a quarter of those calls took less time than it, read by any timer "
-                "around them; report the minimum of the steady calls' times")
+                "around them; time every call, untimed warm-up calls included (they are steady calls too), "
+                "and report the minimum of the steady calls' times")
     return None
 
 
