@@ -102,7 +102,8 @@ def _one_run(name: str, source: str, x) -> list[dict]:
     import torch
 
     from compile_course.measurement.spy import describe_arg
-    from compile_course.stopwatch import CLOCK_SLACK_S, Stopwatch, _windows, hooked, surely_faster, unmeasured
+    from compile_course.stopwatch import CLOCK_SLACK_S, Stopwatch, hooked, surely_faster, unmeasured
+    from compile_course.stopwatch.rules import _windows
 
     def fused(x):
         return torch.sin(x) * torch.cos(x) + 0.5 * torch.tanh(x)

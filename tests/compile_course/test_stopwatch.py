@@ -10,12 +10,12 @@ from compile_course.stopwatch import (
     CHANGED_DURING_CALL,
     FIRST_ALLOWANCE_S,
     Stopwatch,
-    _windows,
     allowed_faster,
     surely_faster,
     unequal_threads,
     unmeasured,
 )
+from compile_course.stopwatch.rules import _windows
 
 
 @pytest.fixture

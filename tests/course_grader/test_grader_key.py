@@ -39,7 +39,7 @@ def test_the_hash_covers_the_test_api_that_judges_reports(tmp_path):
     a change there grades again too."""
     src = _copy_of_src(tmp_path)
     before = code_hash(src)
-    stopwatch = src / "compile_course" / "stopwatch.py"
+    stopwatch = src / "compile_course" / "stopwatch" / "rules.py"
     assert "FASTER_SHARE = 0.25" in stopwatch.read_text()
     stopwatch.write_text(stopwatch.read_text().replace("FASTER_SHARE = 0.25", "FASTER_SHARE = 0.5"))
     assert code_hash(src) != before
