@@ -48,17 +48,20 @@ START_TIMEOUT_S = 420.0       # a hub and its service start in 25-60 s on 2 busy
 STOP_TIMEOUT_S = 60.0
 
 
-def free_ports(count: int = 4, tries: int = 50) -> int:
-    """The first of ``count`` consecutive ports free on 127.0.0.1 now (near one the system hands out), so
-    that hubs of parallel test workers, other people's tests and a hand-run hub never meet."""
+def free_ports(count: int = 4, tries: int = 200) -> int:
+    """The first of ``count`` consecutive ports free on 127.0.0.1 now, below the kernel's ephemeral range, so
+    that hubs of parallel test workers, other people's tests and a hand-run hub never meet.
+
+    Not a port the system hands out (bind to 0): those come from the ephemeral range, where every outgoing
+    connection and every server bound to port 0 (a student's server, a kernel) also takes its port, so a
+    port found free there can be taken again before the hub's services bind it (seen: the exchange's
+    "Address already in use" while the other test worker was busy)."""
+    import random
     import socket
 
+    low = _ephemeral_low()
     for _ in range(tries):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
+        base = random.randrange(10000, low - count)
         try:
             with contextlib.ExitStack() as held:
                 for p in range(base, base + count):
@@ -68,6 +71,14 @@ def free_ports(count: int = 4, tries: int = 50) -> int:
         except OSError:
             continue
     raise RuntimeError(f"no {count} consecutive free ports on 127.0.0.1 after {tries} tries")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default 32768 when it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def chp_command() -> str | None:
