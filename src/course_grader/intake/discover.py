@@ -162,8 +162,11 @@ class _Quiet:
         return f"{self.rel}: {count}, in {self.what}; not graded ({shown})"
 
 
-def discover(root: Path) -> tuple[list[Candidate], list[str]]:
+def discover(root: Path, skip: tuple[Path, ...] = ()) -> tuple[list[Candidate], list[str]]:
     """``(candidates, problems)``: every submission-like entry under ``root``, sorted by path.
+
+    ``skip``: paths under ``root`` that are not hand-ins and are passed over unread and unsaid (the
+    results folder and gradebook of the run itself, when they lie inside the folder it grades).
 
     Every file is accounted for, at any depth: a notebook is a candidate (one deeper than
     ``STUDENT/exNN.ipynb`` carries attribute's "too deep" reason, one that is hidden or lies in a
@@ -174,6 +177,7 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
     other files on one line): reported, never fatal. Only ``course collect``'s own record
     (:data:`COLLECT_RECORD`, at the top) is known and left unsaid."""
     root = Path(root)
+    skipped = {os.path.realpath(p) for p in skip}
     found: list[Candidate] = []
     problems: list[str] = []
     quiet: list[_Quiet] = []
@@ -200,6 +204,8 @@ def discover(root: Path) -> tuple[list[Candidate], list[str]]:
             sub = parts + [name]
             rel = "/".join(sub)
             notebook = name.endswith(".ipynb")
+            if skipped and os.path.realpath(entry.path) in skipped:
+                continue                         # this run's own results: never read as a hand-in
             try:
                 st = entry.stat(follow_symlinks=False)     # lstat: before anything else
             except OSError as exc:

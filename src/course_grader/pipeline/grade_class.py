@@ -66,9 +66,16 @@ def default_out_dir(submissions_dir: Path) -> Path:
     return grading_root()[0] / Path(submissions_dir).resolve().name
 
 
-def plan(subs: Path, exercises: dict[str, Exercise], only: str | None, max_bytes: int, report: ClassReport):
-    """Find and read every submission; choose one per (student, exercise). ``(groups, loaded)``."""
-    candidates, problems = discover(subs)
+def own_files(out_dir: Path, gradebook: Path) -> tuple[Path, ...]:
+    """What a run writes itself: its results folder, its gradebook and SQLite's files beside it."""
+    return (out_dir, gradebook, *(gradebook.with_name(gradebook.name + x) for x in ("-wal", "-shm", "-journal")))
+
+
+def plan(subs: Path, exercises: dict[str, Exercise], only: str | None, max_bytes: int, report: ClassReport,
+         skip: tuple[Path, ...] = ()):
+    """Find and read every submission (``skip``: the run's own results, never read as hand-ins); choose one per
+    (student, exercise). ``(groups, loaded)``."""
+    candidates, problems = discover(subs, skip)
     report.problems += problems
     if only:
         candidates = [c for c in candidates if c.exercise == only]
@@ -158,7 +165,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, options: Gra
     report = ClassReport(out_dir, gradebook, exercise=exercise)
 
     with Gradebook(gradebook) as book:
-        chosen, loaded = plan(subs, exercises, exercise, options.max_file_bytes, report)
+        chosen, loaded = plan(subs, exercises, exercise, options.max_file_bytes, report,
+                              skip=own_files(out_dir, gradebook))
         todo = _jobs(chosen, loaded, exercises, book, report, grader)
         if todo:
             # A hidden folder must exist before the host starts: one created later (build/ by a

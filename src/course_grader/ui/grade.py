@@ -14,7 +14,8 @@ Results of DIR go to OUT (default build/grading/<name of DIR>/): gradebook.sqlit
 grades.csv, review.csv and feedback/ (one page per student and exercise, and
 index.html). Exit status: 0 when the grader worked, whatever the students scored;
 1 for a grader fault (unreadable solutions, a model answer that fails its own tests,
-a crash of the grader); 2 for usage errors.
+a crash of the grader); 2 for usage errors, and when nothing in DIR could be graded (no file names a
+student). OUT and the gradebook are never read as hand-ins, also when they lie inside DIR.
 
 --hand-back writes one folder per student with only their own pages (DIR/STUDENT/, readable once
 copied to them; DIR defaults to OUT-hand-back beside OUT) and, in OUT/lms/, grades.csv (one row per
@@ -214,6 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     except GraderError as exc:
         say(f"grader fault: {exc}", file=sys.stderr)
         return 1
+    if not (report.graded or report.skipped or report.faults):
+        for line in report.unattributed:
+            say(f"not graded (no student): {line}", file=sys.stderr)
+        for line in report.problems:
+            say(f"problem: {line}", file=sys.stderr)
+        say(f"course grade: nothing in {args.submissions} could be graded: hand-ins are "
+            "STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb (course collect writes them so)", file=sys.stderr)
+        return 2
     with Gradebook(report.gradebook) as book:
         students = {a.student for a in report.graded} | {r["student"] for r in book.current(report.exercise)}
         rows = [r for r in book.current(report.exercise) if r["student"] in students]

@@ -186,3 +186,32 @@ def test_a_subcommand_does_what_its_option_does(tmp_path, capsys):
         code = course_main(["grade", *argv])
         said.append((code, capsys.readouterr().err))
     assert said[0] == said[1] and said[0][0] == 2
+
+
+def test_a_flat_folder_with_no_student_names_is_exit_2_and_its_results_folder_is_never_read(
+        tmp_path, submission, cli_fake, capsys):
+    """DIR/ex01_capture_boundary.ipynb names no student: nothing can be graded, which is exit 2, said plainly;
+    the results folder inside DIR is not read as hand-ins on this run or the next (issue 34)."""
+    path = submission("ada", "ex01")
+    subs = tmp_path / "flat"
+    subs.mkdir()
+    path.rename(subs / "ex01_capture_boundary.ipynb")
+    out = subs / "results"
+    for _ in range(2):
+        assert grade_main([str(subs), "--out", str(out), "--no-progress"]) == 2
+        captured = capsys.readouterr()
+        assert "nothing in" in captured.err and "could be graded" in captured.err, captured.err
+        assert "not graded (no student): ex01_capture_boundary.ipynb" in captured.err
+        assert "results" not in captured.err.replace(str(out), "OUT") and "graded 0" not in captured.out
+
+
+def test_a_results_folder_inside_the_graded_folder_is_not_read_as_hand_ins(tmp_path, submission, cli_fake, capsys):
+    submission("ada", "ex01")
+    subs = tmp_path / "subs"
+    out = subs / "results"
+    for _ in range(2):                       # the second run finds the first run's gradebook and pages there
+        assert grade_main([str(subs), "--out", str(out), "--no-progress"]) == 0
+        captured = capsys.readouterr()
+        assert "problem:" not in captured.out + captured.err, captured.out
+    with Gradebook(out / "gradebook.sqlite") as book:
+        assert [r["student"] for r in book.current()] == ["ada"]
