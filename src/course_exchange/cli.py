@@ -22,6 +22,7 @@ import csv
 import hashlib
 import json
 import os
+import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -201,7 +202,8 @@ def collect_main(argv: list[str] | None = None) -> int:
     for m in late:
         print(f"  late: {m['file']} received {m['received']}")
     print(f"record: {args.to / COLLECT_MANIFEST} (id, time, sha256, late of each; hidden from course grade)")
-    print(f"next: course grade {args.to}")
+    graded = args.to.parent / (args.to.name + "-graded")
+    print(f"next: course grade run {shlex.quote(str(args.to))} --out {shlex.quote(str(graded))}")
     return 0
 
 

@@ -165,6 +165,12 @@ def make_app(exchange: Exchange, prefix: str) -> web.Application:
     return web.Application(routes, exchange=exchange, cookie_secret=os.urandom(32))
 
 
+def served_at(service_url: str, prefix: str) -> str:
+    """The service's own address as its start-up line prints it: the hub gives ``JUPYTERHUB_SERVICE_URL``
+    without a trailing ``/`` and the prefix with a leading one; exactly one ``/`` goes between them."""
+    return f"{service_url.rstrip('/')}/{prefix.strip('/')}/"
+
+
 def main() -> None:
     root = Path(os.environ.get("COURSE_EXCHANGE_DIR") or "exchange-storage")
     os.umask(0o077)
@@ -174,7 +180,7 @@ def main() -> None:
     app = make_app(exchange, prefix)
     server = HTTPServer(app, max_buffer_size=1 << 20)    # each endpoint caps its own body (handler_base)
     server.listen(url.port, url.hostname or "127.0.0.1")
-    print(f"course-exchange: serving {root} at {url.geturl()}{prefix.lstrip('/')}", flush=True)
+    print(f"course-exchange: serving {root} at {served_at(url.geturl(), prefix)}", flush=True)
     loop = IOLoop.current()
 
     def stop(signum, frame):    # the hub stops a managed service with SIGINT, then SIGTERM

@@ -37,3 +37,12 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
 
+
+
+def test_the_exchanges_start_up_line_names_an_address_that_answers(hub):
+    """The line the service prints when it starts (issue 35: it lacked the '/' between port and path)."""
+    import re
+
+    [address] = re.findall(r"course-exchange: serving \S+ at (\S+)", hub.log_text())
+    assert address == hub.exchange_direct_url
+    assert requests.get(address + "api/me", timeout=30).status_code == 401     # the service itself, no login

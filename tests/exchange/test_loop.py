@@ -4,7 +4,9 @@ Lab terminals: hand in, collect, grade, hand back, return, fetch feedback."""
 import csv
 import hashlib
 import json
+import shlex
 from datetime import UTC, datetime
+from pathlib import Path
 
 from conftest import SAMPLES
 
@@ -41,11 +43,15 @@ def test_hand_in_collect_grade_return_and_feedback(make_course, tmp_path):
     assert {m["sha256"] for m in manifest} == {hashlib.sha256(first.read_bytes()).hexdigest(),
                                                hashlib.sha256(bob_file.read_bytes()).hexdigest()}
 
-    out = tmp_path / "graded"
-    graded = course.course(prof, "grade", collected, "--out", out, "--no-progress", check=True)
+    # the next step collect names, run as printed (issue 35: it named a form that did not work)
+    [hint] = [line for line in r.stdout.splitlines() if line.startswith("next: course ")]
+    step = shlex.split(hint.removeprefix("next: course "))
+    assert step[:3] == ["grade", "run", str(collected)] and step[3] == "--out", hint
+    out = Path(step[4])
+    graded = course.course(prof, *step, "--no-progress", check=True)
     assert "problem:" not in graded.stdout + graded.stderr          # the folder is the hand-ins, nothing else
     course.course(prof, "grade", "--hand-back", out, check=True)
-    handback = tmp_path / "graded-hand-back"
+    handback = out.with_name(out.name + "-hand-back")
     r = course.course(prof, "return", course.id, handback, check=True)
     assert "returned feedback to 2 student(s)" in r.stdout
     with open(out / "lms" / "grades.csv", newline="") as fh:
