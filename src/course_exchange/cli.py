@@ -26,6 +26,7 @@ import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlparse
 
 from course_grader import api
 
@@ -146,7 +147,9 @@ def feedback_main(argv: list[str] | None = None) -> int:
     print(f"course {course}: feedback returned {fb['returned']}: "
           f"{score.get('total', '?')} / {score.get('possible', '?')} points")
     print(f"wrote {len(fb['pages'])} page(s) to {to}/ ; open {to / 'index.html'} in Lab's file browser")
-    print(f"or in a browser: {ex.url}courses/{course}/feedback/")
+    # a path of the hub's own address: the exchange's URL in a server is often the service's own port,
+    # which a student's browser does not reach (the hub trial printed :8003 where the hub is :8000)
+    print(f"or in a browser, at this path of the hub's address: {urlparse(ex.url).path}courses/{course}/feedback/")
     return 0
 
 

@@ -8,6 +8,8 @@ import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
+import requests
+
 from conftest import SAMPLES
 
 
@@ -59,6 +61,10 @@ def test_hand_in_collect_grade_return_and_feedback(make_course, tmp_path):
 
     home = tmp_path / "alice-feedback"
     r = course.course(alice, "feedback", "--to", home, check=True)
+    [path] = [line.rsplit(": ", 1)[1] for line in r.stdout.splitlines() if "in a browser" in line]
+    page = requests.get(course.hub.url.rstrip("/") + path, timeout=60, allow_redirects=False,
+                        headers={"Authorization": f"token {course.tokens[alice]}"})     # through the hub's proxy
+    assert page.status_code == 200 and alice in page.text, (path, page.status_code, page.text[:300])
     assert f"{float(totals[alice]['total']):g} / {float(totals[alice]['possible']):g}" in _numbers(r.stdout)
     assert (home / "index.html").read_bytes() == (handback / alice / "index.html").read_bytes()
     assert sorted(p.name for p in home.iterdir()) == sorted(p.name for p in (handback / alice).iterdir()
