@@ -82,15 +82,38 @@ def closed_to_others(path: Path, need: int) -> Path | None:
     return None
 
 
-def check_reachable(edition: str) -> None:
-    python = Path(os.path.realpath(sys.executable))
+def check_reachable(edition: str, python: Path | None = None) -> None:
+    """Users mode: stop (exit 2) when a student's server could not start, naming the closed folder and the fix.
+
+    A student's server runs this environment's Python and clones the edition; when either is closed to other
+    users the hub used to start and every login failed (the hub trial: a venv whose interpreter lay under
+    root's home, ``PermissionError: '.venv/bin/python'``)."""
+    python = Path(os.path.realpath(python or sys.executable))
+    problems = []
     if (closed := closed_to_others(python, stat.S_IXOTH)) is not None:
-        step(f"WARNING: students cannot reach the shared environment's Python ({python}): {closed} is closed to "
-             "other users. Install the course's environment where every user can read it (as TLJH does in "
-             "/opt/tljh/user; see docs/hub-admins.md), or open that folder (chmod o+x).")
+        problems.append(f"students cannot run the shared environment's Python ({python}): {closed} is closed to "
+                        "other users. Install the course's environment where every user can read it (as TLJH does "
+                        "in /opt/tljh/user; see docs/hub-admins.md), or open that folder (chmod o+x)")
     if "://" not in edition and (closed := closed_to_others(Path(edition), stat.S_IROTH | stat.S_IXOTH)):
-        step(f"WARNING: students cannot read the student edition: {closed} is closed to other users "
-             "(publish it under a folder everyone can read, e.g. /srv/torch-compile-course-edition).")
+        problems.append(f"students cannot read the student edition: {closed} is closed to other users "
+                        "(publish it under a folder everyone can read, e.g. /srv/torch-compile-course-edition)")
+    if problems:
+        for problem in problems:
+            print(f"[hub] cannot start: {problem}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+
+def seal_reminder(root: Path = CHECKOUT) -> str | None:
+    """Users mode: when this checkout's instructor folders are still open to other users, the step to run."""
+    sys.path.insert(0, str(root / "src"))
+    from course_grader.exercise.seal import still_open
+
+    still = still_open(root)
+    if not still:
+        return None
+    return (f"WARNING: {len(still)} of this checkout's instructor paths (solutions/, tests/, build/, its git store) "
+            f"are readable by every user, students included (first: {still[0]}). Run `course seal` "
+            "(docs/hub-instructors.md) before students log in.")
 
 
 def ensure_service_user() -> None:
@@ -126,6 +149,8 @@ def main() -> int:
     else:
         step("mode: users (as root: students log in with their Unix account; each server runs as its student)")
         check_reachable(edition)
+        if reminder := seal_reminder():
+            step(reminder)
     if os.geteuid() == 0:
         ensure_service_user()
     ip = os.environ.get("COURSE_HUB_IP") or "127.0.0.1"
