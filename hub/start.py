@@ -105,8 +105,7 @@ def check_reachable(edition: str, python: Path | None = None) -> None:
 
 def seal_reminder(root: Path = CHECKOUT) -> str | None:
     """Users mode: when this checkout's instructor folders are still open to other users, the step to run."""
-    sys.path.insert(0, str(root / "src"))
-    from course_grader.exercise.seal import still_open
+    from course_grader.exercise.seal import still_open   # the hub's environment has the course's packages
 
     still = still_open(root)
     if not still:

@@ -36,6 +36,9 @@ LOOKALIKES = str.maketrans({**dict(zip(LOOKALIKES_FROM, LOOKALIKES_TO, strict=Tr
                             "Ł": "L", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th", "ı": "i"})
 
 
+HAND_IN_NAMES = "STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"   # what a hand-in's path must be
+
+
 def ascii_id(text: str) -> str:
     """An ASCII spelling of ``text`` that ``STUDENT_ID`` accepts, or "" when there is none to offer:
     accents dropped (``José`` -> ``Jose``), look-alike letters of other scripts made Latin, spaces
@@ -134,9 +137,9 @@ def attribute(parts: list[str]) -> tuple[str | None, str | None, str]:
     elif len(parts) == 1 and "__" in name:
         student, file_part = name.split("__", 1)
     elif len(parts) == 1:
-        return None, None, "cannot tell the student: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
+        return None, None, f"cannot tell the student: use {HAND_IN_NAMES}"
     else:
-        return None, None, "too deep: use STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
+        return None, None, f"too deep: use {HAND_IN_NAMES}"
     exercise = exercise_of(file_part)
     if problem := student_id_problem(student):
         return None, exercise, problem

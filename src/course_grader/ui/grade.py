@@ -31,6 +31,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
+from course_grader.intake.discover import HAND_IN_NAMES
 from course_grader.results.shown import printable
 
 
@@ -38,6 +39,14 @@ def say(text: str, file=None) -> None:
     """Print one line that may quote untrusted names (file names, student ids, reasons): escaped by
     ``shown.printable``, so no name can start a line of its own or drive the terminal."""
     print(printable(text), file=file or sys.stdout)
+
+
+def say_unread(report, file=None) -> None:
+    """The files of DIR that were not graded: without a student, or not hand-ins at all."""
+    for line in report.unattributed:
+        say(f"not graded (no student): {line}", file=file)
+    for line in report.problems:
+        say(f"problem: {line}", file=file)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -104,7 +113,7 @@ def _nothing_to_grade(folder: Path, exercise: str | None) -> str:
     from ..intake.discover import EXERCISE_PREFIX, discover
 
     found, _ = discover(folder)
-    looked_for = "STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb"
+    looked_for = HAND_IN_NAMES
     if not found:
         return f"no submissions in {folder}: looked for {looked_for} files there and found none"
     wanted = (match.group(1) if (match := EXERCISE_PREFIX.match(exercise or "")) else None)
@@ -216,12 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"grader fault: {exc}", file=sys.stderr)
         return 1
     if not (report.graded or report.skipped or report.faults):
-        for line in report.unattributed:
-            say(f"not graded (no student): {line}", file=sys.stderr)
-        for line in report.problems:
-            say(f"problem: {line}", file=sys.stderr)
+        say_unread(report, sys.stderr)
         say(f"course grade: nothing in {args.submissions} could be graded: hand-ins are "
-            "STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb (course collect writes them so)", file=sys.stderr)
+            f"{HAND_IN_NAMES} (course collect writes them so)", file=sys.stderr)
         return 2
     with Gradebook(report.gradebook) as book:
         students = {a.student for a in report.graded} | {r["student"] for r in book.current(report.exercise)}
@@ -229,10 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         summary_table(rows, book)
     for line in report.duplicates:
         say(f"duplicate: {line}")
-    for line in report.unattributed:
-        say(f"not graded (no student): {line}")
-    for line in report.problems:
-        say(f"problem: {line}")
+    say_unread(report)
     for line in report.retried:
         say(f"re-run alone after a timeout or a dead process: {line}")
     for line in report.sandbox_notices:
