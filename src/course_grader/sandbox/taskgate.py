@@ -8,8 +8,8 @@ Every process and thread the run's code then starts stops in the kernel until th
 counts the run's tasks (every thread of every process in the run's PID namespace, init included, as
 ``pids.max`` counts them) and either lets the call go on (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``) or,
 at the limit, refuses it with ``EAGAIN`` as the pids cgroup would, and counts the refusal, which it
-reports to the grader on its status pipe. So a fork bomb is recorded however fast it rises and
-falls. The count is never short of what the run holds (``Gate``: a call let go on counts until it is
+reports to the grader on its status pipe before the caller is answered (so the grader, holding the
+cell's reply, already has the refusal). So a fork bomb is recorded however fast it rises and falls. The count is never short of what the run holds (``Gate``: a call let go on counts until it is
 over).
 
 The reaper is out of the run's reach: in the host's PID namespace, which the run cannot see or
@@ -138,9 +138,11 @@ class Gate:
     host thread ids), or it asks again. The count is never less than the run holds; at most it counts
     one task more per caller still busy after its call, for a while."""
 
-    def __init__(self, listener: int, limit: int, host_proc: int, run_proc: str = "/proc"):
+    def __init__(self, listener: int, limit: int, host_proc: int, run_proc: str = "/proc",
+                 report: Callable[[int], bool] = lambda total: False):
         self.listener, self.limit, self.host_proc, self.run_proc = listener, limit, host_proc, run_proc
-        self.refused = 0
+        self.report = report
+        self.refused = self.reported = 0
         self.pending: set[int] = set()
         self.gated = _gated_numbers()
         self.lib = _libseccomp()
@@ -182,6 +184,10 @@ class Gate:
         if self.tasks() >= self.limit:
             resp.error, resp.flags = -errno.EAGAIN, 0
             self.refused += 1
+            # Told before the caller learns of it: the grader, once it has the cell's reply, finds the
+            # refusal already on the status pipe (reported after it, it could be read too late).
+            if self.report(self.refused):
+                self.reported = self.refused
         else:
             resp.error, resp.flags = 0, CONTINUE
             self.pending.add(caller)
@@ -218,22 +224,24 @@ def supervise(init_pid: int, sock_fd: int, limit: int, host_proc: int, report: C
             try:
                 if fd == sock.fileno():
                     poller.unregister(sock)
-                    gate = _open_gate(sock, limit, host_proc)
+                    gate = _open_gate(sock, limit, host_proc, report)
                     if gate is not None:
                         poller.register(gate.listener, select.POLLIN)
                 elif events & select.POLLIN:
                     gate.answer()
                     refused = gate.refused
+                    if gate.reported > reported:
+                        reported, last_report = gate.reported, time.monotonic()
                 else:                     # POLLHUP: every process under the filter has ended
                     poller.unregister(fd)
             except GateError:
                 os.kill(init_pid, 9)      # ends the run; the reaper then leaves without reporting its exit
                 raise
-        if refused > reported and time.monotonic() - last_report >= REPORT_EVERY_S and report(refused):
+        if refused > reported and time.monotonic() - last_report >= REPORT_EVERY_S and report(refused):  # a full pipe
             reported, last_report = refused, time.monotonic()
 
 
-def _open_gate(sock: socket.socket, limit: int, host_proc: int) -> Gate | None:
+def _open_gate(sock: socket.socket, limit: int, host_proc: int, report: Callable[[int], bool]) -> Gate | None:
     """The gate on the listener the worker sends; None if it closed the socket without one (it failed
     to start, and exits)."""
     try:
@@ -245,7 +253,7 @@ def _open_gate(sock: socket.socket, limit: int, host_proc: int) -> Gate | None:
     if not fds:
         return None
     try:
-        return Gate(fds[0], limit, host_proc)
+        return Gate(fds[0], limit, host_proc, report=report)
     except GateError:
         os.close(fds[0])
         raise

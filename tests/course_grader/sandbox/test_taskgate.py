@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import signal
 import threading
@@ -50,6 +51,37 @@ def test_a_call_is_over_once_its_caller_blocks_elsewhere_or_is_gone():
         os.waitpid(pid, 0)
     assert gate._call_over(pid)
     os.close(proc)
+
+
+class _RecordingSeccomp:
+    """libseccomp's notification calls, answered in memory: a notification from one caller, and a log."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def seccomp_notify_receive(self, listener, req):
+        req.contents.id, req.contents.pid = 1, 424242
+        return 0
+
+    def seccomp_notify_respond(self, listener, resp):
+        self.log.append(("respond", resp.contents.error))
+        return 0
+
+
+def test_a_refusal_is_reported_before_the_caller_is_answered():
+    """The grader checks the status pipe once the cell's reply is in: a refusal told after the refused
+    thread's caller has its EAGAIN could come too late (under load, 'can't start new thread' with no
+    fault). So the report is written first."""
+    log = []
+    proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        gate = taskgate.Gate(-1, 0, proc, report=lambda total: log.append(("report", total)) or True)
+        gate.lib = _RecordingSeccomp(log)
+        gate.answer()
+    finally:
+        os.close(proc)
+    assert log == [("report", 1), ("respond", -errno.EAGAIN)]
+    assert (gate.refused, gate.reported) == (1, 1)
 
 
 @contextlib.contextmanager
