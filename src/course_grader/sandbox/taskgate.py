@@ -9,8 +9,8 @@ counts the run's tasks (every thread of every process in the run's PID namespace
 ``pids.max`` counts them) and either lets the call go on (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``) or,
 at the limit, refuses it with ``EAGAIN`` as the pids cgroup would, and counts the refusal, which it
 reports to the grader on its status pipe before the caller is answered (so the grader, holding the
-cell's reply, already has the refusal). So a fork bomb is recorded however fast it rises and falls. The count is never short of what the run holds (``Gate``: a call let go on counts until it is
-over).
+cell's reply, already has the refusal). So a fork bomb is recorded however fast it rises and falls.
+The count is never short of what the run holds (``Gate``: a call let go on counts until it is over).
 
 The reaper is out of the run's reach: in the host's PID namespace, which the run cannot see or
 signal; the listener is only its own (a second listener cannot be installed: ``EBUSY``); the filter
