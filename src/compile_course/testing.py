@@ -137,8 +137,12 @@ class Namespace:
                 out.append(a)
         return tuple(out), spies
 
-    def call(self, name: str, *args, grad: bool = False) -> CallResult:
-        """``name(*args)`` once, eagerly. ``grad=True`` adds the gradients of the tensor arguments that require grad."""
+    def call(self, name: str, *args, grad: bool = False, alone: bool = False) -> CallResult:
+        """``name(*args)`` once, eagerly. ``grad=True`` adds the gradients of the tensor arguments that require grad.
+
+        ``alone=True``: at grading, asked of a child of its own, in which nothing ran before (no earlier
+        question's load of the answer, trace or call): to check an op as torch's own tests do, before
+        anything traces it. Here, in the notebook, it runs in the notebook's process, as any call does."""
         fn = self._function(name)
         watches: list = []
         real, spies = self._args(args, watches)

@@ -202,6 +202,57 @@ def scaled_block_fixed(x, w, name):
     return hidden * (channel_salt(name) * GAIN)
 '''
 
+# the bundled custom-op answer with a fake implementation that lies only to a trace (issue 34): {fake} replaces its
+# honest fake, which returns torch.empty_like(h)
+EX09_LYING_FAKE = '''\
+def _salted_scale(h, name, gain):
+    return h * (channel_salt(name) * gain)
+
+
+{fake}
+
+
+def _keep(ctx, inputs, output):
+    h, name, gain = inputs
+    ctx.save_for_backward(h.new_full((), channel_salt(name) * gain))
+
+
+def _backward(ctx, grad):
+    (factor,) = ctx.saved_tensors
+    return grad * factor, None, None
+
+
+def make_salted_scale():
+    op = torch.library.custom_op("hostile::salted_scale", _salted_scale, mutates_args=(),
+                                 schema="(Tensor h, str name, float gain) -> Tensor")
+    op.register_fake(_fake)
+    op.register_autograd(_backward, setup_context=_keep)
+    return op
+
+
+SALTED_SCALE = make_salted_scale()
+
+
+def scaled_block_fixed(x, w, name):
+    return SALTED_SCALE(torch.tanh(x @ w), name, GAIN)
+'''
+
+EX09_FAKE_FIRST_CALL = '''\
+CALLS = []
+
+
+def _fake(h, name, gain):
+    CALLS.append(h.dtype)
+    if len(CALLS) == 1:   # the first call of a load: the trace's, when the graph test traced before checking
+        return h.new_empty(h.shape, dtype=torch.float64)
+    return torch.empty_like(h)'''
+
+EX09_FAKE_WHILE_COMPILING = '''\
+def _fake(h, name, gain):
+    if torch.compiler.is_compiling():   # True under torch.compile's traces, False under opcheck
+        return h.new_empty((h.shape[1], h.shape[0])).t()   # the shape, but transposed strides
+    return torch.empty_like(h)'''
+
 EX07_GUESSED_GRAPHS = ("GRAPHS = {'log_every_step': 1, 'log_once_after': 1, 'log_if_verbose': 1,\n"
                        "          'loop_calls_logger': 1, 'twice_through_the_loop': 1, 'rescale_each_step': 1}\n")
 
@@ -743,6 +794,17 @@ CASES: list[Case] = [
          "an eager run calls no op, the compiled graph does; values, gradients and GAIN are right, the opcheck "
          "requirement (the graph test's 2 points) is not met",
          replace={"ex09-answer": EX09_OP_WHEN_TRACED}),
+    Case("adv-fake-lies-on-first-call", "ex09", 6, "the custom-op answer whose fake implementation claims float64 "
+         "on its first call of a load and tells the truth afterwards (the reviewer's, issue 34): the graph test's "
+         "trace made that first call, and opcheck, run after it in the same process, saw only truthful calls "
+         "(8/8). opcheck now runs first, in a child of its own, and fails on the lie (test_faketensor); values, "
+         "gradients and GAIN are right, the opcheck requirement (the graph test's 2 points) is not met",
+         replace={"ex09-answer": EX09_LYING_FAKE.format(fake=EX09_FAKE_FIRST_CALL)}),
+    Case("adv-fake-lies-while-compiling", "ex09", 6, "the custom-op answer whose fake implementation gives "
+         "transposed strides while torch.compiler.is_compiling() and the truth otherwise: opcheck never sees "
+         "the lie, wherever it runs (8/8 before); every fake output a trace used is now compared with the op's "
+         "real output (shape, dtype, strides, device), so the graph test's 2 points are lost",
+         replace={"ex09-answer": EX09_LYING_FAKE.format(fake=EX09_FAKE_WHILE_COMPILING)}),
 ]
 
 

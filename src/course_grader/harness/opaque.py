@@ -3,12 +3,13 @@
 Dynamo puts a call it does not trace into into the graph as one node (ex09):
 
 * a ``torch.library.custom_op`` the answer defines: ``call_function`` of ``torch.ops.NS.NAME.OVERLOAD``;
-* a ``torch._dynamo.nonstrict_trace`` function: two ``get_attr`` nodes (``FN_callable``, the function,
-  and ``FN_input_spec``, the pytree layout of its arguments, sent as ``treespec_dumps`` text) and a
-  ``call_function`` of Dynamo's ``flat_apply_capture`` on them and the flattened arguments. ``FN`` is the
-  ``__name__`` of what ``nonstrict_trace`` returned, which is the wrapped function's: a ``def``'s name,
-  ``<lambda>`` for a lambda, ``wrapped`` for a ``functools.partial``; a second call or a second function of
-  the same name gets a suffix (``<lambda>_callable_0``);
+* a ``torch.compiler.nonstrict_trace`` function (or ``torch._dynamo.nonstrict_trace``'s, its older name):
+  two ``get_attr`` nodes (``FN_callable``, the function, and ``FN_input_spec``, the pytree layout of its
+  arguments, sent as ``treespec_dumps`` text) and a ``call_function`` of Dynamo's ``flat_apply_capture`` on
+  them and the flattened arguments. ``FN`` is the ``__name__`` of what ``nonstrict_trace`` returned, which
+  is the wrapped function's: a ``def``'s name, ``<lambda>`` for a lambda, ``wrapped`` for a
+  ``functools.partial``; a second call or a second function of the same name gets a suffix
+  (``<lambda>_callable_0``);
 * a ``torch.compiler.allow_in_graph`` function: ``call_function`` of ``__measured__.FN``.
 
 ``FN`` does not tell two functions of one name apart (two lambdas; two ``def salted`` made by one factory,
@@ -42,7 +43,8 @@ import types
 MEASURED_MODULE = "__measured__"   # the ``__name__`` of a measured namespace (``allowlist.measured_namespace``)
 
 # the allow-list entries that let a graph call the answer's code, and the kind of node each one makes
-ALLOW_KINDS = {"torch.library.custom_op": "custom_op", "torch._dynamo.nonstrict_trace": "nonstrict_trace",
+ALLOW_KINDS = {"torch.library.custom_op": "custom_op", "torch.compiler.nonstrict_trace": "nonstrict_trace",
+               "torch._dynamo.nonstrict_trace": "nonstrict_trace",
                "torch.compiler.allow_in_graph": "allow_in_graph", "torch._dynamo.allow_in_graph": "allow_in_graph"}
 _IDENT = r"(?!__)[A-Za-z_][A-Za-z0-9_]{0,100}"
 CUSTOM_OP = re.compile(r"torch\.ops\.([a-z][a-z0-9_]{0,60})\.([A-Za-z][A-Za-z0-9_]{0,100})"

@@ -69,7 +69,9 @@ class Measurer:
 
     Questions about the student's code, replays and reference questions each get their own child,
     kept for the submission's later questions of the same kind (``GradingHost.session``): never
-    mixed, never shared with another submission. ``close()`` ends them."""
+    mixed, never shared with another submission. A question asked ``alone`` (``student.call(...,
+    alone=True)``) gets a fresh child that answers it and ends, so nothing an earlier question ran
+    is in that process. ``close()`` ends them."""
 
     def __init__(self, host, harness: str, cache: ReplyCache | None = None):
         self.host, self.harness, self.cache = host, harness, cache
@@ -83,9 +85,14 @@ class Measurer:
             return entry
         return "student" if payload.get("function") is not None else "reference"
 
+    @staticmethod
+    def alone(payload: dict) -> bool:
+        options = payload.get("options")
+        return type(options) is dict and options.get("alone") is True
+
     def _ask(self, entry: str, payload: dict) -> dict:
-        if not hasattr(self.host, "session"):
-            return self.host.measure(self.harness, entry, payload)
+        if not hasattr(self.host, "session") or self.alone(payload):
+            return self.host.measure(self.harness, entry, payload)   # a fresh child, for this request only
         kind = self.kind(entry, payload)
         if kind not in self.sessions:
             self.sessions[kind] = self.host.session()

@@ -186,9 +186,10 @@ class RemoteNamespace:
             raise ValueError(f"answer_fn: {name} is not a function of the exercise's setup cells")
         return name, answers.pop()
 
-    def call(self, name: str, *args, grad: bool = False) -> CallResult:
+    def call(self, name: str, *args, grad: bool = False, alone: bool = False) -> CallResult:
         shipped = Shipped(self.test_source)
-        return CallResult.from_data(self._ask(Op.CALL, name, self._args(args, shipped), CallOptions(bool(grad))))
+        return CallResult.from_data(self._ask(Op.CALL, name, self._args(args, shipped),
+                                              CallOptions(bool(grad), bool(alone))))
 
     def call_each(self, name: str, *calls: tuple, grad: bool = False) -> list[CallResult]:
         shipped = Shipped(self.test_source)

@@ -137,9 +137,10 @@ class Arg:
 @dataclass(frozen=True)
 class CallOptions:
     grad: bool = False
+    alone: bool = False              # call: asked of a child of its own, where nothing ran before
 
     def to_data(self) -> dict:
-        return {"grad": self.grad}
+        return {"grad": self.grad, "alone": True} if self.alone else {"grad": self.grad}
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ class TimeOptions:
 NONE = type(None)
 # each question's options: the dataclass and every field's allowed JSON types
 OPTIONS: dict[Op, tuple[type, dict[str, tuple]]] = {
-    Op.CALL: (CallOptions, {"grad": (bool,)}),
+    Op.CALL: (CallOptions, {"grad": (bool,), "alone": (bool,)}),
     Op.CALL_EACH: (CallOptions, {"grad": (bool,)}),
     Op.COMPILE: (CompileOptions, {"backend": (str,), "fullgraph": (bool,), "dynamic": (bool, NONE),
                                   "stance": (str, NONE), "grad": (bool,), "fresh": (bool,)}),
@@ -180,7 +181,7 @@ OPTIONS: dict[Op, tuple[type, dict[str, tuple]]] = {
 
 def _options(op: Op, data: Any):
     kind, types = OPTIONS[op]
-    optional = frozenset({"now"}) if op is Op.TIME else frozenset()
+    optional = {Op.TIME: frozenset({"now"}), Op.CALL: frozenset({"alone"})}.get(op, frozenset())
     d = _fields(data, set(types) - optional, f"{op} options", optional)
     return kind(**{k: _want(v, types[k], f"{op} options.{k}") for k, v in d.items()})
 

@@ -381,3 +381,39 @@ def test_a_binding_is_accepted_only_on_a_nonstrict_functions_node():
         assert graphcheck.validate({"nodes": nodes}, kinds) == "a node is malformed", i
         del nodes[i]["binding"]
     assert graphcheck.validate({"nodes": nodes}, kinds) is None
+
+
+# issue 34: a fake implementation that lies only to a trace. The old check ran opcheck after the graph test's trace,
+# in the same process, so it saw only the later, truthful calls (8/8; fair 6/8). Now opcheck runs first, in a child
+# of its own (alone=True), and every fake output a trace used is compared with the op's real output.
+HONEST_FAKE = "def _fake(h, name, gain):\n    return torch.empty_like(h)"
+LYING_FAKES = {
+    # the reviewer's: the first call (the graph test's trace, before) claims another dtype, later calls the truth
+    "first call": ("SEEN = []\n\n\ndef _fake(h, name, gain):\n    SEEN.append(1)\n    if len(SEEN) == 1:\n"
+                   "        return torch.empty_like(h, dtype=torch.float64)\n    return torch.empty_like(h)",
+                   "test_faketensor failed"),
+    # while torch compiles (never under opcheck), transposed strides
+    "while compiling": ("def _fake(h, name, gain):\n    if torch.compiler.is_compiling():\n"
+                        "        return torch.empty(h.shape[1], h.shape[0], dtype=h.dtype).t()\n"
+                        "    return torch.empty_like(h)",
+                        "its fake output in Dynamo's trace is not its real output: MetadataMismatchError: Stride"),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(LYING_FAKES))
+def test_a_fake_that_lies_only_to_a_trace_fails_the_graph_test(grade_with, lie):
+    fake, why = LYING_FAKES[lie]
+    source = answer("honest-custom-op")["ex09-answer"]
+    assert HONEST_FAKE in source
+    verdicts = grade_with("ex09", {"ex09-answer": source.replace(HONEST_FAKE, fake)})
+    assert passed(verdicts) == set(TESTS) - {"ex09-test-graph"}, {k: v.message for k, v in verdicts.items()}
+    assert why in verdicts["ex09-test-graph"].message, verdicts["ex09-test-graph"].message
+
+
+def test_the_public_and_the_older_name_of_nonstrict_trace_are_both_graded_in_full(grade_with):
+    public = answer("correct-nonstrict-trace")["ex09-answer"]
+    assert "torch.compiler.nonstrict_trace" in public
+    older = public.replace("torch.compiler.nonstrict_trace", "torch._dynamo.nonstrict_trace")
+    for source in (public, older):
+        verdicts = grade_with("ex09", {"ex09-answer": source})
+        assert passed(verdicts) == set(TESTS), {k: v.message for k, v in verdicts.items()}

@@ -46,6 +46,7 @@ def request(op=Op.CALL, args=None, options=None, function=FUNCTION) -> ServeRequ
 @pytest.mark.parametrize("built", [
     request(),
     request(function=None),
+    request(options=CallOptions(grad=True, alone=True)),
     request(Op.CALL_EACH, [[Arg(ArgKind.CODE, "torch.ones(2)", ["def f():\n    pass"])], []]),
     request(Op.COMPILE, [[Arg(ArgKind.SPY, "helper")]], CompileOptions("inductor", True, None, "eager_on_recompile")),
     request(Op.TIME, [Arg(ArgKind.STOPWATCH, "watched")], TimeOptions(None, 5, "ab12")),
@@ -80,6 +81,7 @@ def bad(**change) -> dict:
     (bad(args=[{"value": 1, "spy": "x"}]), "not an argument's"),
     (bad(args=[{"spy": 3}]), "argument.spy"),
     (bad(options={"grad": 1}), "options.grad: int is not bool"),
+    (bad(options={"grad": False, "alone": "yes"}), "options.alone: str is not bool"),
     (bad(op="compile", args=[{"value": 1}]), "a call's args"),
     (bad(function={"source": SOURCE}), "function: fields"),
 ])

@@ -162,7 +162,7 @@ def _module_aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, ast.ex
 # call's arguments (guards on ``__builtins__["type"]``, ``["object"]``, ``["issubclass"]``; without them
 # torch.compile fails with KeyError: 'type'). At run time only: the check still refuses these names in the source.
 DYNAMO_BUILTINS = frozenset({"type", "object", "issubclass"})
-NEEDS_DYNAMO_BUILTINS = ("torch._dynamo.nonstrict_trace",)
+NEEDS_DYNAMO_BUILTINS = ("torch.compiler.nonstrict_trace", "torch._dynamo.nonstrict_trace")
 
 # what the test's own definitions (shipped with a ``code`` argument) need beyond the safe builtins: classes
 TEST_DEFINITION_BUILTINS = frozenset({"__build_class__", "super", "object", "staticmethod", "classmethod",
