@@ -32,9 +32,9 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
 SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
 # Tensor methods a ``call_method`` node may not call: hooks, in-place storage changes, leaving the CPU, reading
 # values out to Python as containers. ``item`` is not one: a graph captured with ``fullgraph=True`` (or
-# ``capture_scalar_outputs``) holds it, its number an unbacked size of later nodes (ex10), and a replay runs no
-# student code whatever number it reads. Names of methods, whatever the tensor; the parts of torch a ``call_function`` node
-# may not name are another list, ``harness.denied`` (read by ``child.resolve``).
+# ``capture_scalar_outputs``) holds it, its number an unbacked size of later nodes (ex10), and a replay
+# runs no student code whatever number it reads. Names of methods, whatever the tensor; the parts of torch a
+# ``call_function`` node may not name are another list, ``harness.denied`` (read by ``child.resolve``).
 DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook", "apply_", "map_", "map2_",
                             "backward", "retain_grad", "share_memory_", "pin_memory", "cuda", "to_sparse",
                             "untyped_storage", "storage", "set_", "resize_", "data_ptr", "tolist", "numpy",
