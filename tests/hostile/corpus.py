@@ -805,6 +805,30 @@ CASES: list[Case] = [
          "the lie, wherever it runs (8/8 before); every fake output a trace used is now compared with the op's "
          "real output (shape, dtype, strides, device), so the graph test's 2 points are lost",
          replace={"ex09-answer": EX09_LYING_FAKE.format(fake=EX09_FAKE_WHILE_COMPILING)}),
+    # ---- ex10: the recompile limit, a tlparse report, an unbacked size
+    Case("adv-check-public-width", "ex10", 11, "torch._check on the padded width of the public cases, a constant "
+         "(k <= 7), instead of x.size(1): one graph, right on the public cases and on the graph re-run's new "
+         "values there (at most 5); a length of 5 in a batch padded to 4 passes the check and returns instead "
+         "of raising (the hidden Part D test, 0 of 2)",
+         replace={"ex10-answer": (
+             "def trim_to_longest_fixed(x, lengths):\n"
+             "    k = lengths.max().item()\n"
+             "    torch._check(k <= 7)\n"
+             "    return x[:, :k]\n")}),
+    Case("adv-served-from-the-log-in-a-cell", "ex10", 10, "runs serve() in a scratch cell and writes SERVED and "
+         "WARNED from its records with a comprehension, in the answer cell: the grader reads a data answer as a "
+         "literal and runs nothing of it, so Part A has no answer (0 of 3)",
+         after={"ex10-setup": "records = serve()\n"},
+         replace={"ex10-served": ("SERVED = [outcome(r) for r in records]\n"
+                                  "WARNED = [r[0] for r in records if r[4]]\n")}),
+    Case("honest-check-on-another-item", "ex10", 9, "states the fact with torch._check on one .item(), then calls "
+         "the given trim_to_longest, which calls .item() again: each call is a new unbacked symbol (u0, u1), the "
+         "check speaks of u0 and the original's `if` of u1, so fullgraph=True still raises torch's data-dependent "
+         "error (the public and the hidden Part D tests, 0 of 4)",
+         replace={"ex10-answer": (
+             "def trim_to_longest_fixed(x, lengths):\n"
+             "    torch._check(lengths.max().item() <= x.size(1))\n"
+             "    return trim_to_longest(x, lengths)\n")}),
 ]
 
 

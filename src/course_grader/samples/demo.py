@@ -1,6 +1,6 @@
 """The demonstration grading of ``course run``: one bundled sample of each kind, graded for real.
 
-Grading all 112 bundled samples (``samples.expectations.grade_samples``) takes about 10 minutes on two
+Grading all 123 bundled samples (``samples.expectations.grade_samples``) takes about 10 minutes on two
 busy cores, 7 of them on the two infinite loops, which run into the full CPU limits
 (``sandbox.Limits``: 60 CPU-s a cell, each loop confirmed by a second run alone). The tests
 grade them all (``tests/e2e/test_samples_e2e.py``). ``course run`` shows a student

@@ -31,12 +31,14 @@ MAX_NODES = 2_000
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
 SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
 # Tensor methods a ``call_method`` node may not call: hooks, in-place storage changes, leaving the CPU, reading
-# values out to Python. Names of methods, whatever the tensor; the parts of torch a ``call_function`` node
-# may not name are another list, ``harness.denied`` (read by ``child.resolve``).
+# values out to Python as containers. ``item`` is not one: a graph captured with ``fullgraph=True`` (or
+# ``capture_scalar_outputs``) holds it, its number an unbacked size of later nodes (ex10), and a replay
+# runs no student code whatever number it reads. Names of methods, whatever the tensor; the parts of torch a
+# ``call_function`` node may not name are another list, ``harness.denied`` (read by ``child.resolve``).
 DENIED_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook", "apply_", "map_", "map2_",
                             "backward", "retain_grad", "share_memory_", "pin_memory", "cuda", "to_sparse",
                             "untyped_storage", "storage", "set_", "resize_", "data_ptr", "tolist", "numpy",
-                            "item", "__reduce_ex__", "__setstate__"})
+                            "__reduce_ex__", "__setstate__"})
 # What a student reads when the graph holds a higher-order operator (torch.cond, while_loop, ...): its branches
 # are graphs of their own (``get_attr`` nodes), which a replay does not rebuild, and ``harness.denied`` refuses
 # ``ops.higher_order`` in a replay. Said in the words of the exercise, not of the graph's nodes.

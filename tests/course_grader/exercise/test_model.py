@@ -8,7 +8,7 @@ from course_grader.exercise.model import CellKind, Exercise, ExerciseFormatError
 
 
 def test_every_solution_loads_with_ids_kinds_and_points(exercises):
-    assert sorted(exercises) == ["ex01", "ex02", "ex03", "ex04", "ex05", "ex06", "ex07", "ex08", "ex09"]
+    assert sorted(exercises) == ["ex01", "ex02", "ex03", "ex04", "ex05", "ex06", "ex07", "ex08", "ex09", "ex10"]
     for ex in exercises.values():
         assert ex.name.startswith(ex.id + "_") and len(ex.sha256) == 64
         assert ex.title and not ex.title.startswith("#")
