@@ -18,6 +18,7 @@ usage error.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import sys
@@ -242,7 +243,12 @@ def check_main(argv: list[str] | None = None, **doubles) -> int:
 def keep_record(insp: Inspection, outcome: Outcome, earned: float, possible: float) -> None:
     """The check's outcome in the workspace's check record (:mod:`.check_record`), which Lab's Exercises panel
     shows; a file outside the workspace is not recorded, and a record that cannot be written is one note."""
-    sha256 = insp.loaded.sha256 if insp.loaded.ok else ""
+    sha256 = insp.loaded.sha256
+    if not sha256:   # rejected before it was read whole: the bytes on disk, so a later save shows as a change
+        try:
+            sha256 = hashlib.sha256(Path(insp.path).read_bytes()).hexdigest()
+        except OSError:
+            sha256 = ""
     try:
         check_record.record(insp.path, sha256, outcome, earned, possible)
     except OSError as exc:

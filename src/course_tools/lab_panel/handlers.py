@@ -67,7 +67,8 @@ class ActionHandler(PanelHandler):
             raise web.HTTPError(404, f"no copy of {name} in your workspace ({copy})")
         if running := self.jobs.busy(name):
             raise web.HTTPError(409, f"{name}: `{running.view()['command']}` is still running")
-        argv = ["check" if action == "check" else "submit", str(copy)]
+        # run in the workspace, on the path the student guide writes: the output reads as a terminal's would
+        argv = ["check" if action == "check" else "submit", f"exercises/{name}.ipynb"]
         if action == "handin" and not in_hub_session():
             student = str(self.body().get("student") or "")
             if not student:

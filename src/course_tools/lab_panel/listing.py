@@ -20,6 +20,7 @@ from course_grader.errors import UsageError
 from course_grader.intake.discover import discover
 from course_grader.ui import check_record
 from course_grader.ui.check import inspect, student_exercises
+from course_grader.ui.check_record import Outcome
 from course_grader.ui.submit import default_handin
 
 from .protocol import Exercise, Listing, Mode, Status
@@ -106,8 +107,9 @@ def row(ex, copy: Path, lab_root: Path, check, hub_handins: list[dict], local_ha
     if check is not None:
         status = Status.CHECKED
         since = "" if check.sha256 == saved else " (the saved file has changed since)"
-        out["lines"].append(f"checked {when(check.checked)}: {check.outcome}, public tests "
-                            f"{check.earned:g}/{check.possible:g} points{since}")
+        score = (f", public tests {check.earned:g}/{check.possible:g} points"
+                 if check.outcome is not Outcome.REJECTED else "")
+        out["lines"].append(f"checked {when(check.checked)}: {check.outcome}{score}{since}")
     for h in hub_handins:
         if h["counts"]:
             status = Status.HANDED_IN
