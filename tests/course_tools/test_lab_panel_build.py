@@ -74,3 +74,23 @@ def test_a_wheel_carries_the_build_and_the_switch_as_data_files(tmp_path):
             for f in BUILT.rglob("*") if f.is_file() and f != STAMP}
     assert want <= shipped, sorted(want - shipped)
     assert "etc/jupyter/jupyter_server_config.d/compile-course.json" in shipped
+
+
+def test_the_typescript_side_names_the_protocols_routes_and_states_as_protocol_py_writes_them():
+    from course_tools.lab_panel.handlers import routes
+    from course_tools.lab_panel.protocol import NAMESPACE, JobState, Mode, Status
+
+    ts = (SOURCE / "src" / "index.ts").read_text()
+    css = (SOURCE / "style" / "index.css").read_text()
+    assert f"const NAMESPACE = '{NAMESPACE}';" in ts
+    served = [pattern for pattern, _, _ in routes("/")]
+    asked = {"exercises": "`exercises${query}`", "exercises/(ex[0-9]{2}_[A-Za-z0-9_]+)/(check|handin)":
+             "`exercises/${ex.name}/${action}`", "feedback": "'feedback'", "jobs/([0-9a-f]+)": "`jobs/${job.id}`"}
+    assert served == [f"/{NAMESPACE}/{route}" for route in asked]
+    assert all(call in ts for call in asked.values()), [c for c in asked.values() if c not in ts]
+    assert "action: 'check' | 'handin'" in ts
+    for state in [*JobState, *Mode]:
+        assert f"'{state}'" in ts, state
+    assert f"'{Status.MISSING}'" in ts
+    for status in (Status.CHECKED, Status.HANDED_IN, Status.RETURNED):
+        assert f"[data-status='{status}']" in css, status
