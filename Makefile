@@ -56,6 +56,7 @@ $(STAMP): requirements.txt requirements.lock pyproject.toml | python-check
 	$(BIN)/python -m pip install --progress-bar on -r requirements.txt -c requirements.lock
 	@echo "[setup 3/3] the course package itself (editable)"
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m course_tools.lab_panel.develop   # Lab's Exercises panel: an editable install leaves it out
 	@$(BIN)/python src/course_tools/interpreter.py --describe > $(STAMP)   # which Python the venv is made from
 	@echo "set-up done: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 
@@ -127,6 +128,12 @@ quick: $(STAMP)
 LAB_ARGS ?=
 lab: $(STAMP)
 	$(BIN)/course lab $(LAB_ARGS)
+
+## lab-panel: rebuild Lab's Exercises panel (src/course_tools/lab_panel/labextension/, committed) from its TypeScript in
+##            lab/extension/ (maintainers only; needs node and npm; students install the committed build)
+.PHONY: lab-panel
+lab-panel: $(STAMP)
+	$(BIN)/python -m course_tools.lab_panel.build
 
 ## hub: the class's JupyterHub on this machine (hub/jupyterhub_config.py, sqlite, configurable-http-proxy from npm).
 ##      As root: students log in with their Unix accounts, each server runs as its student. Otherwise a DEMO with

@@ -121,6 +121,13 @@ def handins_main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def feedback_folder(course: str) -> Path:
+    """Where ``course feedback`` puts a course's pages by default (and where Lab's Exercises panel opens them):
+    ``$COURSE_WORKSPACE/feedback/COURSE``, or ``~/feedback/COURSE``."""
+    base = Path(os.environ["COURSE_WORKSPACE"]) if os.environ.get("COURSE_WORKSPACE") else Path.home()
+    return base / "feedback" / course
+
+
 def feedback_main(argv: list[str] | None = None) -> int:
     p = _parser("feedback", "Fetch your returned feedback pages into a folder Lab shows.")
     p.add_argument("course", nargs="?")
@@ -133,8 +140,7 @@ def feedback_main(argv: list[str] | None = None) -> int:
         if fb is None:
             print(f"course {course}: no feedback returned to you yet")
             return 0
-        base = Path(os.environ["COURSE_WORKSPACE"]) if os.environ.get("COURSE_WORKSPACE") else Path.home()
-        to = args.to or base / "feedback" / course
+        to = args.to or feedback_folder(course)
         to.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(to, 0o700)
         for page in fb["pages"]:

@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in report.lines():
         print(line)
     print(f"your workspace: {workspace} ({why}); lessons in notebooks/, exercises in exercises/", flush=True)
+    os.environ["COURSE_WORKSPACE"] = str(workspace)   # the server's Exercises panel and its terminals: this one
     command = lab_command(workspace, argv)
     print("starting JupyterLab; open the URL it prints (it opens lesson 01)", flush=True)
     os.execv(command[0], command)

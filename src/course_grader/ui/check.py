@@ -18,6 +18,7 @@ usage error.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import sys
@@ -38,6 +39,8 @@ from course_grader.intake.load import MAX_FILE_BYTES, Loaded
 from course_grader.pipeline.submission import load_submission, match_cells, read_exercises
 from course_grader.results.shown import printable
 from course_grader.status import Confinement
+from course_grader.ui import check_record
+from course_grader.ui.check_record import Outcome
 
 TICK_S = 10.0
 
@@ -208,13 +211,18 @@ def check_main(argv: list[str] | None = None, **doubles) -> int:
     say(f"course check {args.file}: {ex.name} ({ex.title})" + (f", {source}" if source else ""))
     insp = inspect(args.file, ex)
     ok = report_static(insp)
+    public = [t for t in ex.tests if not t.hidden]
+    possible = sum(t.points for t in public)
     if insp.rejected:
         say(f"result: the grader would reject this file ({time.perf_counter() - t0:.1f} s)")
+        keep_record(insp, Outcome.REJECTED, 0.0, possible)
         return 1
-    public = [t for t in ex.tests if not t.hidden]
     hidden = ex.hidden_points
+    earned = possible
     if ex.tests:
-        ok &= run_public_tests(insp, exercises, args.solutions, **doubles)
+        score = run_public_tests(insp, exercises, args.solutions, **doubles)
+        ok &= score.passed
+        earned = score.earned
     else:
         say("[4/4] public tests: none in this exercise")
     if hidden:
@@ -223,12 +231,35 @@ def check_main(argv: list[str] | None = None, **doubles) -> int:
     if ex.answers:
         say(f"reviewed by a person: {len(ex.answers)} written answer(s), {ex.manual_points:g} points")
     took = time.perf_counter() - t0
+    keep_record(insp, Outcome.PASSES if ok else Outcome.FAILS, earned, possible)
     if ok:
         say(f"result: everything the grader checks in public passes "
-            f"({sum(t.points for t in public):g}/{sum(t.points for t in public):g} public points; {took:.1f} s)")
+            f"({earned:g}/{possible:g} public points; {took:.1f} s)")
         return 0
     say(f"result: something above fails or is missing ({took:.1f} s)")
     return 1
+
+
+def keep_record(insp: Inspection, outcome: Outcome, earned: float, possible: float) -> None:
+    """The check's outcome in the workspace's check record (:mod:`.check_record`), which Lab's Exercises panel
+    shows; a file outside the workspace is not recorded, and a record that cannot be written is one note."""
+    sha256 = insp.loaded.sha256
+    if not sha256:   # rejected before it was read whole: the bytes on disk, so a later save shows as a change
+        try:
+            sha256 = hashlib.sha256(Path(insp.path).read_bytes()).hexdigest()
+        except OSError:
+            sha256 = ""
+    try:
+        check_record.record(insp.path, sha256, outcome, earned, possible)
+    except OSError as exc:
+        say(f"note: this check is not recorded for the Exercises panel ({exc.strerror or exc})")
+
+
+@dataclass(frozen=True)
+class PublicScore:
+    passed: bool       # every public test passed
+    earned: float
+    possible: float
 
 
 class _Ticker:
@@ -316,26 +347,27 @@ def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: P
 
 
 def run_public_tests(insp: Inspection, exercises: dict[str, Exercise], solutions: Path = SOLUTIONS,
-                     **doubles) -> bool:
-    """Print the public tests' verdicts of :func:`grade_quietly`; True when every one passes."""
+                     **doubles) -> PublicScore:
+    """Print the public tests' verdicts of :func:`grade_quietly`; their score (none earned when the run fails)."""
     from course_grader.errors import GraderError
     from course_grader.status import AttemptStatus, TestStatus
 
+    possible = sum(t.points for t in insp.ex.tests if not t.hidden)
     say("[4/4] public tests: measured by the grader's own verdict code in its sandbox; this can take a minute")
     try:
         attempt = grade_quietly(insp, exercises, solutions, **doubles)
     except GraderError as exc:
         say(f"      GRADER FAULT (not your fault): {exc}")
-        return False
+        return PublicScore(False, 0.0, possible)
     except Exception as exc:  # noqa: BLE001 - the sandbox could not start here: say so, no traceback
         say(f"      the grader's sandbox could not run here: {type(exc).__name__}: {str(exc)[:300]}")
-        return False
+        return PublicScore(False, 0.0, possible)
     if attempt is None or attempt.status is AttemptStatus.FAULT:
         say(f"      GRADER FAULT (not your fault): {attempt.reason if attempt else 'no result'}")
-        return False
+        return PublicScore(False, 0.0, possible)
     if attempt.status is AttemptStatus.REJECTED:
         say(f"      REJECTED: {attempt.reason}")
-        return False
+        return PublicScore(False, 0.0, possible)
     public = [t for t in attempt.tests if not t.hidden]
     for t in public:
         say(f"      {t.status.upper():<7} {t.test_id}  {t.earned:g}/{t.points:g}"
@@ -346,4 +378,4 @@ def run_public_tests(insp: Inspection, exercises: dict[str, Exercise], solutions
         say(f"      the grader says: {attempt.reason}")
     earned, possible = sum(t.earned for t in public), sum(t.points for t in public)
     say(f"      public tests: {earned:g}/{possible:g} points")
-    return all(t.status is TestStatus.PASSED for t in public)
+    return PublicScore(all(t.status is TestStatus.PASSED for t in public), earned, possible)
