@@ -174,7 +174,15 @@ def role_uri(role: str) -> str:
     return ROLE_URIS.get(role, LIS + role)
 
 
-class ForgedRegistration(Registration):
+class PlatformRegistration(Registration):
+    """The library's registration; its access tokens carry a jti, so no two are the same string (the
+    library's alone are equal within one second, and one could not be expired without the other)."""
+
+    def encode_and_sign(self, payload, private_key, headers=None, expiration=None):
+        return Registration.encode_and_sign({**payload, "jti": uuid.uuid4().hex}, private_key, headers, expiration)
+
+
+class ForgedRegistration(PlatformRegistration):
     """Signs with another key, under the kid of the key the platform publishes (Flaw.BAD_SIGNATURE)."""
 
     def __init__(self, published_kid: str, forging_key: str) -> None:
@@ -473,7 +481,7 @@ class Platform:
         if flaw is Flaw.BAD_SIGNATURE:
             registration = ForgedRegistration(Registration.get_jwk(self._public_key)["kid"], self._forging_key)
         else:
-            registration = Registration().set_platform_private_key(self._key)
+            registration = PlatformRegistration().set_platform_private_key(self._key)
         registration.set_platform_public_key(self._public_key)
         registration.set_iss(self.issuer + ("/another-platform" if flaw is Flaw.WRONG_ISSUER else ""))
         registration.set_client_id(tool.client_id)
