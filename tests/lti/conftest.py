@@ -1,0 +1,8 @@
+"""LTI 1.3 tests: a real platform (tests/lti/platform.py) and a real hub (tests/hubtools.py) on loopback."""
+
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:
+    sys.path.append(str(TESTS))
