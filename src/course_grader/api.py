@@ -33,7 +33,8 @@ from course_grader.results.posted import Post
 from course_grader.ui.terminal import console
 
 __all__ = ["COLLECT_RECORD", "ExerciseInfo", "FinalScore", "HandinCheck", "HandinError", "LmsScores", "Post",
-           "STUDENT_ID_RULE", "check_handin", "console", "exercises", "hand_back_folders", "handin_name", "student_id_problem"]
+           "STUDENT_ID_RULE", "check_handin", "console", "exercises", "hand_back_folders", "handin_name",
+           "student_id_problem"]
 
 
 class HandinError(ValueError):

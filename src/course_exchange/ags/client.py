@@ -113,8 +113,9 @@ class AgsClient:
                 if status == 401 and attempt == 1:
                     self.connector.forget_tokens()   # the LMS no longer takes our token: ask for a new one
                     continue
+                refused = " (the tool's key or registration was refused)" if status in (400, 401) else ""
                 raise LmsError(f"{what}: the LMS answered HTTP {status} {exc.response.reason or ''}".rstrip()
-                               + (" (the tool's key or registration was refused)" if status in (400, 401) else ""))
+                               + refused) from None
             except requests.Timeout:
                 raise LmsError(f"{what}: the LMS did not answer within {REQUEST_TIMEOUT_S:g} s") from None
             except requests.RequestException as exc:

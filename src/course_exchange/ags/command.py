@@ -1,6 +1,7 @@
 """``course grade post-scores OUT [--dry-run]``: a graded class's final scores to the LMS, by LTI AGS.
 
   course grade post-scores OUT [--course C] [--roster MAP.csv] [--key PATH] [--gradebook PATH] [--dry-run]
+                           [--settings FILE] [--hub-state DIR] [--lineitems URL]
 
 OUT is the results folder of ``course grade run`` (its gradebook). Each student's final score of each
 exercise is posted to the LMS's line item for that exercise (``resourceId`` exNN, created when missing),
@@ -14,9 +15,10 @@ rejected file or a grader fault, and a student with no known LMS user id. A file
 never in the gradebook.
 
 Who is who in the LMS: the LTI user id (``sub``) the hub recorded when the student launched the course
-from the LMS; ``--roster MAP.csv`` (columns ``student,lti_user_id``) adds or overrides ids. The platform,
-the course's context and its line items URL come from the hub's LTI settings; the tool's private key from
-``--key`` (made by ``course lti-key PATH``).
+from the LMS; ``--roster MAP.csv`` (columns ``student,lti_user_id``) adds or overrides ids. The platform
+and the tool's key come from the hub's LTI settings (``$COURSE_HUB_LTI``, or ``--settings``), the
+course's line items URL from its last launch (recorded in the hub's state folder, ``$COURSE_HUB_STATE``
+or ``--hub-state``; or ``--lineitems``); ``--key`` names another key file (``course lti-key PATH``).
 
 Exit status: 0 when every score that may be posted is in the LMS; 1 when the LMS failed part way (what was
 posted is recorded in the gradebook; run the same command again for the rest); 2 for usage errors.
@@ -48,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--roster", type=Path, metavar="MAP.csv", help="student,lti_user_id rows (added to the launches')")
     p.add_argument("--key", type=Path, help="the tool's private key (default: the LTI settings' tool key)")
     p.add_argument("--gradebook", type=Path, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
+    p.add_argument("--settings", type=Path, help="the hub's LTI settings file (default: $COURSE_HUB_LTI)")
+    p.add_argument("--hub-state", type=Path, metavar="DIR",
+                   help="the hub's state folder, where launches are recorded (default: $COURSE_HUB_STATE)")
+    p.add_argument("--lineitems", metavar="URL", help="the course's AGS line items URL (default: its last launch's)")
     return p
 
 
@@ -73,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         roster = read_roster(args.roster) if args.roster else {}
-        target, course, key_path = target_for(args.course, args.key)
-        users = {**lms_users(course), **roster}
+        target, course, key_path = target_for(args.course, args.key, settings_file=args.settings,
+                                              hub_state=args.hub_state, lineitems=args.lineitems)
+        users = {**lms_users(course, hub_state=args.hub_state), **roster}
         pem = load_private(key_path)
         with LmsScores(args.out, args.gradebook) as book:
             return run(book, AgsClient(target, pem), users, args.dry_run)

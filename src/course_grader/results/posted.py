@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .gradebook import Gradebook
-
-# created by the gradebook (its schema version 3; see gradebook.TABLES)
+# created by the gradebook (its schema version 3; see gradebook.TABLES), which imports it from here: so
+# this module takes an open Gradebook as ``book`` without importing that module
 POSTS_TABLE = """
 CREATE TABLE IF NOT EXISTS lms_posts (
     id INTEGER PRIMARY KEY, student TEXT NOT NULL, exercise TEXT NOT NULL,
@@ -36,7 +33,7 @@ class Post:
     posted_at: float = 0.0
 
 
-def record(book: Gradebook, post: Post) -> Post:
+def record(book, post: Post) -> Post:
     """Write one post, at once (its own transaction)."""
     done = Post(**{**post.__dict__, "posted_at": post.posted_at or time.time()})
     with book.transaction():
@@ -47,7 +44,7 @@ def record(book: Gradebook, post: Post) -> Post:
     return done
 
 
-def latest(book: Gradebook) -> dict[tuple[str, str], Post]:
+def latest(book) -> dict[tuple[str, str], Post]:
     """The last post of every (student, exercise)."""
     rows = book.db.execute("SELECT student, exercise, attempt, lms_user, line_item, given, maximum, how, posted_at "
                            "FROM lms_posts ORDER BY id").fetchall()
