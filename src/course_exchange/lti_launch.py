@@ -51,6 +51,7 @@ from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from tornado.web import HTTPError
 from traitlets import Unicode
 
+from .ags.where import remember_launch
 from .courses import GROUP, Role, instructors_group, students_group
 from .lti_settings import LtiSettings, load
 
@@ -210,6 +211,8 @@ class CourseLTI13Authenticator(LTI13Authenticator):
                                "ags_endpoint": endpoint}
         if endpoint:
             self._record_ags_endpoint(course, context, claims, endpoint)
+        if self.ags_dir and claims.get("sub"):   # the LMS user id an AGS score names (course grade post-scores)
+            remember_launch(Path(self.ags_dir).parents[1], course, name, str(claims["sub"]))
         self.log.info("LTI launch: %s is %s of course %s", name, role, course)
         return model
 

@@ -110,9 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"tool key: {args.path} (private, mode 0600; keep it so, and out of every repository)")
     print(f"public JWKS: {jwks_path(args.path)} (key id {public['kid']})")
-    print("next: give the hub's exchange service COURSE_LTI_JWKS="
-          f"{jwks_path(args.path)}, register https://HUB/services/course-exchange/{JWKS_ROUTE} as the tool's "
-          f"JWKS URL in the LMS, then course grade post-scores OUT --key {args.path}")
+    print(f"to use it: start the hub with COURSE_LTI_JWKS={jwks_path(args.path)}; register "
+          f"https://HUB/services/course-exchange/{JWKS_ROUTE} as the tool's JWKS URL in the LMS; name the key in "
+          f'the hub\'s LTI settings ([tool] private_key = "{args.path}"); docs/grading.md, "Posting scores"')
     return 0
 
 
