@@ -121,6 +121,9 @@ def run(book: LmsScores, client: AgsClient, users: dict[str, str], dry_run: bool
         print("dry run: nothing was posted and nothing was recorded")
         return 0
     send(book, client, outcome)
+    if not (counts[State.NEW] or counts[State.CHANGED]):
+        print(f"nothing to send: the LMS holds every score already; recorded in {book.path}")
+        return 0
     table("Posted", outcome, after=True)
     new = sum(p.state is State.NEW for p in outcome.posted)
     print(f"posted {len(outcome.posted)} ({new} new, {len(outcome.posted) - new} changed), "
