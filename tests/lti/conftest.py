@@ -4,5 +4,6 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:
-    sys.path.append(str(TESTS))
+for folder in (TESTS, TESTS / "hub"):       # hubtools, unix_users; the hub tests' lab_browser
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))

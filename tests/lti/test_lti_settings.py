@@ -104,3 +104,20 @@ def test_hub_user_names_are_unix_names_and_never_collide():
     for n in made:
         assert lti_launch.UNIX_NAME.fullmatch(n), n
     assert name("5").startswith("lti-5-") and name("alice@uni.edu").startswith("alice-uni.edu-")
+
+
+def test_the_example_in_the_admins_page_is_a_file_load_accepts(tmp_path):
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "hub-admins.md").read_text(encoding="utf-8")
+    example = page.split("### The settings file", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    s = load(write(tmp_path, example))
+    assert s.course_of("f7a1c3d2e4b5a6978d9c0b1a2f3e4d5c6b7a8f9e") == "tcc" and s.username_claim == "sub"
+
+
+def test_the_modules_docstring_example_is_a_file_load_accepts(tmp_path):
+    from course_exchange import lti_settings
+
+    example = lti_settings.__doc__.split("::\n", 1)[1].split("\n\n``[platform]``", 1)[0]
+    example = "\n".join(line[4:] for line in example.splitlines())
+    assert load(write(tmp_path, example)).client_id == "10000000000042"
