@@ -105,7 +105,8 @@ def graded(tmp_path_factory):
         (subs / f"{student}__{name}.ipynb").write_bytes((SAMPLES / f"{sample}.ipynb").read_bytes())
     (subs / "stray.ipynb").write_bytes((SAMPLES / "correct__ex01_capture_boundary.ipynb").read_bytes())
     out = base / "graded"
-    course("grade", "run", subs, "--out", out, "--no-progress", check=False)
+    unconfined = ["--unconfined"] if os.geteuid() else []     # not root: the weaker sandbox (docs/sandbox.md)
+    course("grade", "run", subs, "--out", out, "--no-progress", *unconfined, check=False)
     assert (out / "gradebook.sqlite").is_file()
     return out
 
