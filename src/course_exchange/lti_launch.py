@@ -23,7 +23,8 @@ it offers (why, each):
   where the exchange reads course and role (``course_exchange.courses``).
 
 Every refusal is a page of the hub saying what was wrong and what to do, given before the user is
-created: no user, no server, no session cookie.
+created: no user, no server, no session cookie (the login initiation's too: opened by hand, without
+the LMS's arguments, it says the hub is entered by the course's link in the LMS).
 
 A good launch records the AGS endpoint claim (``https://purl.imsglobal.org/spec/lti-ags/claim/endpoint``:
 ``lineitems``, ``scope``) for the course: in the user's ``auth_state`` (``lti_course``, ``lti_role``,
@@ -47,7 +48,7 @@ from pathlib import Path
 
 from jupyterhub.auth import LocalAuthenticator
 from ltiauthenticator.lti13.auth import LTI13Authenticator
-from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
 from tornado.web import HTTPError
 from traitlets import Unicode
 
@@ -132,6 +133,19 @@ class UsedNonces:
         return True
 
 
+class CourseLTI13LoginInitHandler(LTI13LoginInitHandler):
+    """ltiauthenticator's login initiation, with the hub's page when it is opened other than by the LMS."""
+
+    def post(self):
+        try:
+            super().post()
+        except HTTPError as exc:
+            raise LaunchRefused(exc.status_code, f"{exc.log_message}; this hub is entered by the course's "
+                                                 "link in the LMS") from exc
+
+    get = post
+
+
 class CourseLTI13CallbackHandler(LTI13CallbackHandler):
     """ltiauthenticator's launch handler, with the deployment and nonce-replay checks, and clear pages."""
 
@@ -162,6 +176,7 @@ class CourseLTI13CallbackHandler(LTI13CallbackHandler):
 class CourseLTI13Authenticator(LTI13Authenticator):
     """LTI13Authenticator configured from the hub's LTI settings file, with the course's role rules."""
 
+    login_handler = CourseLTI13LoginInitHandler
     callback_handler = CourseLTI13CallbackHandler
 
     lti_settings_file = Unicode(config=True, help="The LTI settings file (course_exchange.lti_settings).")

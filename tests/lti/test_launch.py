@@ -72,6 +72,9 @@ def test_a_learner_is_logged_in_as_a_student_of_the_mapped_course(lms):
     record = json.loads((hub.state / "lti" / "ags" / f"{COURSE}.json").read_text())
     assert record["lineitems"] == platform.lineitems_url(CONTEXT) and record["context_id"] == CONTEXT
     assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in record["scope"]
+    me = requests.get(f"{hub.exchange_url}api/me", timeout=60,
+                      headers={"Authorization": f"token {hub.token('lti-alice')}"})
+    assert me.json() == {"user": "lti-alice", "courses": {COURSE: "student"}}     # the exchange's view
 
 
 def test_instructors_and_teaching_assistants_are_instructors_and_other_courses_are_kept(lms):
@@ -84,6 +87,9 @@ def test_instructors_and_teaching_assistants_are_instructors_and_other_courses_a
     assert users["lti-prof"]["groups"] == [f"course-{COURSE}-instructors"]
     assert users["lti-ta"]["groups"] == [f"course-{COURSE}-instructors"]
     assert sorted(users["lti-carol"]["groups"]) == ["course-lti1-instructors", "course-other-students"]
+    me = requests.get(f"{hub.exchange_url}api/me", timeout=60,
+                      headers={"Authorization": f"token {hub.token('lti-ta')}"})
+    assert me.json()["courses"] == {COURSE: "instructor"}
     _, _, answer = launch(platform, "lti-carol", ["Learner"])          # her role in the LMS changed
     assert sorted(hub_users(hub)["lti-carol"]["groups"]) == ["course-lti1-students", "course-other-students"]
 
@@ -122,3 +128,11 @@ def test_a_launch_without_a_course_or_a_course_role_is_refused(lms, roles, conte
     user = f"lti-nocourse-{len(roles)}-{context[-4:]}-{why[:2]}"
     session, _, answer = launch(platform, user, roles, context=context)
     assert_refused(hub, session, answer, user, why)
+
+
+def test_the_hubs_login_opened_without_the_lms_says_where_to_start(lms):
+    _, hub = lms
+    answer = requests.get(f"{hub.url}hub/lti13/oauth_login", timeout=30)
+    assert answer.status_code == 400
+    text = page_text(answer)
+    assert REFUSED in text and "entered by the course's link in the LMS" in text
