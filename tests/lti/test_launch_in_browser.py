@@ -40,6 +40,7 @@ pytestmark = pytest.mark.skipif(
     reason=hubtools.skip_reason() or unix_users.why_not() or lab_browser.skip_reason() or "ok")
 
 STUDENT, INSTRUCTOR, FORGER = "hub-lti-alice", "hub-lti-prof", "hub-lti-eve"
+NEWCOMER = "hub-lti-newcomer"     # no Unix account before the launch: the hub makes it
 
 
 def publish(edition: Path) -> None:
@@ -73,8 +74,26 @@ def test_a_student_and_an_instructor_launch_from_the_lms_into_lesson_01(tmp_path
                 with lms_hub.platform_and_hub(tmp_path, demo=False, env=env) as (platform, hub):
                     published.result()
                     _launch_both(platform, hub, users, shots)
+                    _a_first_launch_makes_the_unix_account(platform, hub)
     finally:
+        with unix_users.acl_lock():
+            unix_users.remove(NEWCOMER)
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def _a_first_launch_makes_the_unix_account(platform, hub) -> None:
+    import pwd
+
+    import requests
+
+    with pytest.raises(KeyError):
+        pwd.getpwnam(NEWCOMER)
+    session = requests.Session()
+    answer = lms_hub.post_form(session, lms_hub.launch_form(
+        session, platform.start_url(NEWCOMER, ["Learner"], CONTEXT, TITLE, "rl-lesson-01")))
+    assert answer.status_code == 302, lms_hub.page_text(answer)[-500:]
+    assert Path(pwd.getpwnam(NEWCOMER).pw_dir).is_dir()
+    assert hub_users(hub)[NEWCOMER]["groups"] == [f"course-{COURSE}-students"]
 
 
 def _launch_both(platform, hub, users, shots: Path) -> None:
