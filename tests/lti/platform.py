@@ -370,7 +370,7 @@ class Platform:
         self._expired_tokens: set[str] = set()
         self._granted_tokens: set[str] = set()
         self._faults: list[dict] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()        # the server's thread and the test's
         self.forms: list[dict] = []
         self.issuer = ""
         self._server: uvicorn.Server | None = None
@@ -445,14 +445,17 @@ class Platform:
             return self._contexts.setdefault(context_id, Context())
 
     def lineitems(self, context_id: str) -> list[dict]:
-        return copy.deepcopy(list(self._context(context_id).lineitems.values()))
+        with self._lock:
+            return copy.deepcopy(list(self._context(context_id).lineitems.values()))
 
     def results(self, context_id: str, lineitem_id: str) -> dict[str, dict]:
         key = lineitem_id.rstrip("/").rsplit("/", 1)[-1]
-        return copy.deepcopy(self._context(context_id).results.get(key, {}))
+        with self._lock:
+            return copy.deepcopy(self._context(context_id).results.get(key, {}))
 
     def scores(self, context_id: str) -> list[tuple[str, dict]]:
-        return copy.deepcopy(self._context(context_id).scores)
+        with self._lock:
+            return copy.deepcopy(self._context(context_id).scores)
 
     # ---- faults --------------------------------------------------------------------------------------
     def fail_next(self, count: int, status: int = 503, path_part: str = "/scores") -> None:
