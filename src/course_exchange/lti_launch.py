@@ -23,13 +23,15 @@ it offers (why, each):
   where the exchange reads course and role (``course_exchange.courses``).
 
 Every refusal is a page of the hub saying what was wrong and what to do, given before the user is
-created: no user, no server, no session cookie.
+created: no user, no server, no session cookie (the login initiation's too: opened by hand, without
+the LMS's arguments, it says the hub is entered by the course's link in the LMS).
 
 A good launch records the AGS endpoint claim (``https://purl.imsglobal.org/spec/lti-ags/claim/endpoint``:
 ``lineitems``, ``scope``) for the course: in the user's ``auth_state`` (``lti_course``, ``lti_role``,
 ``ags_endpoint``, beside the id_token's claims) and, for the grade post, in
-``<COURSE_HUB_STATE>/lti/ags/<course>.json`` (``AGS_FILE_KEYS``; the hub's own folder, 0700), rewritten
-when a launch brings a different endpoint.
+``<COURSE_HUB_STATE>/lti/ags/<course>.json`` (``AGS_FILE_KEYS``; the hub's own folder, 0700): the
+endpoint, and ``members``, each launched user's hub name with their LTI ``sub`` (AGS's ``userId``)
+and role. It is rewritten when a launch changes it.
 
 The hub's user name is the settings' ``username_claim`` (default ``sub``), as :func:`hub_username`
 makes it safe for a Unix account (users mode creates one on the first launch).
@@ -47,11 +49,10 @@ from pathlib import Path
 
 from jupyterhub.auth import LocalAuthenticator
 from ltiauthenticator.lti13.auth import LTI13Authenticator
-from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
 from tornado.web import HTTPError
 from traitlets import Unicode
 
-from .ags.where import remember_launch
 from .courses import GROUP, Role, instructors_group, students_group
 from .lti_settings import LtiSettings, load
 
@@ -63,7 +64,7 @@ MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 INSTRUCTOR_ROLES = {"Instructor", "TeachingAssistant"}
 STUDENT_ROLES = {"Learner"}
 AGS_FILE_KEYS = ("course", "context_id", "context_title", "issuer", "client_id", "deployment_id",
-                 "lineitems", "lineitem", "scope", "updated")
+                 "lineitems", "lineitem", "scope", "members", "updated")   # members: {hub name: {sub, role}}
 UNIX_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,31}\Z")
 UNIX_NAME_MAX = 32
 NAME_HASH_CHARS = 8
@@ -133,6 +134,19 @@ class UsedNonces:
         return True
 
 
+class CourseLTI13LoginInitHandler(LTI13LoginInitHandler):
+    """ltiauthenticator's login initiation, with the hub's page when it is opened other than by the LMS."""
+
+    def post(self):
+        try:
+            super().post()
+        except HTTPError as exc:
+            raise LaunchRefused(exc.status_code, f"{exc.log_message}; this hub is entered by the course's "
+                                                 "link in the LMS") from exc
+
+    get = post
+
+
 class CourseLTI13CallbackHandler(LTI13CallbackHandler):
     """ltiauthenticator's launch handler, with the deployment and nonce-replay checks, and clear pages."""
 
@@ -163,6 +177,7 @@ class CourseLTI13CallbackHandler(LTI13CallbackHandler):
 class CourseLTI13Authenticator(LTI13Authenticator):
     """LTI13Authenticator configured from the hub's LTI settings file, with the course's role rules."""
 
+    login_handler = CourseLTI13LoginInitHandler
     callback_handler = CourseLTI13CallbackHandler
 
     lti_settings_file = Unicode(config=True, help="The LTI settings file (course_exchange.lti_settings).")
@@ -209,10 +224,7 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         model["groups"] = self._groups_after_launch(handler, name, course, group)
         model["auth_state"] = {**model["auth_state"], "lti_course": course, "lti_role": str(role),
                                "ags_endpoint": endpoint}
-        if endpoint:
-            self._record_ags_endpoint(course, context, claims, endpoint)
-        if self.ags_dir and claims.get("sub"):   # the LMS user id an AGS score names (course grade post-scores)
-            remember_launch(Path(self.ags_dir).parents[1], course, name, str(claims["sub"]))
+        self._record_launch(course, context, claims, endpoint, name, role)
         self.log.info("LTI launch: %s is %s of course %s", name, role, course)
         return model
 
@@ -226,19 +238,26 @@ class CourseLTI13Authenticator(LTI13Authenticator):
                 kept.append(g.name)
         return sorted({*kept, group})
 
-    def _record_ags_endpoint(self, course: str, context: dict, claims: dict, endpoint: dict) -> None:
-        folder = Path(self.ags_dir) if self.ags_dir else None
-        if folder is None:
+    def _record_launch(self, course: str, context: dict, claims: dict, endpoint: dict | None, name: str,
+                       role: Role) -> None:
+        """``<ags_dir>/<course>.json``: the course's AGS endpoint and its members' LTI user ids, rewritten
+        (whole, then renamed into place) only when a launch changes them."""
+        if not self.ags_dir:
             return
-        record = {"course": course, "context_id": context.get("id"), "context_title": context.get("title"),
-                  "issuer": claims.get("iss"), "client_id": self.lti_settings.client_id,
-                  "deployment_id": claims.get(DEPLOYMENT_CLAIM), "lineitems": endpoint.get("lineitems"),
-                  "lineitem": endpoint.get("lineitem"), "scope": endpoint.get("scope", [])}
+        folder = Path(self.ags_dir)
         path = folder / f"{course}.json"
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             old = {}
+        endpoint = endpoint or {}
+        record = {"course": course, "context_id": context.get("id"), "context_title": context.get("title"),
+                  "issuer": claims.get("iss"), "client_id": self.lti_settings.client_id,
+                  "deployment_id": claims.get(DEPLOYMENT_CLAIM),
+                  "lineitems": endpoint.get("lineitems", old.get("lineitems")),
+                  "lineitem": endpoint.get("lineitem", old.get("lineitem")),
+                  "scope": endpoint.get("scope", old.get("scope", [])),
+                  "members": {**(old.get("members") or {}), name: {"sub": claims.get("sub"), "role": str(role)}}}
         if {k: old.get(k) for k in record} == record:
             return
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)

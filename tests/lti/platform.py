@@ -15,10 +15,11 @@ Written here, and why:
   form is the same (POST id_token and state to the tool's redirect_uri), rendered with Jinja2;
 - the redirect_uri check at the auth endpoint (a platform must only post to a URI the tool
   registered; the library does not check it);
-- each AGS route asks for its own scope (a score POST needs .../scope/score, a results GET
-  .../scope/result.readonly); the library's service accepts a token with any AGS scope for any call;
-- the score checks the library leaves as a TODO (userId, timestamp, activityProgress,
-  gradingProgress, scoreGiven only with scoreMaximum; an older timestamp is refused with 409).
+- the gradebook behind the library's AGS service, in tests/lti/gradebook.py: each AGS route asks for
+  its own scope (a score POST needs .../scope/score, a results GET .../scope/result.readonly; the
+  library's service accepts a token with any AGS scope for any call), and the score checks the
+  library leaves as a TODO (userId, timestamp, activityProgress, gradingProgress, scoreGiven only
+  with scoreMaximum; an older timestamp is refused with 409).
 
 API (tests/lti/platform.py; import as ``from lti.platform import Platform, Flaw``)::
 
@@ -68,8 +69,7 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 import jwt
@@ -80,13 +80,12 @@ from jinja2 import Environment
 from jwcrypto.jwk import JWK
 from lti1p3platform import exceptions as lti_errors
 from lti1p3platform.framework.fastapi.oidc_login import FastAPIOIDCLogin
-from lti1p3platform.lineitem import TLineItem
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
 from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request as LtiRequest
-from lti1p3platform.score import ActivityProgress, GradeProgress, TScore, UpdateScoreStatus
-from lti1p3platform.service_connector import AssignmentsGradesService, TPage
+
+from .gradebook import AGS_LINEITEM, AGS_LINEITEM_READ, AGS_RESULT_READ, AGS_SCORE, Context, Grades
 
 KEY_BITS = 2048
 START_TIMEOUT = 30.0
@@ -94,10 +93,6 @@ LIS = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
 # LTI 1.3 A.2.3.1: TeachingAssistant is a sub-role of Instructor
 ROLE_URIS = {"TeachingAssistant": "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"}
 CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-AGS_LINEITEM = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
-AGS_LINEITEM_READ = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
-AGS_RESULT_READ = "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"
-AGS_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
 NOT_YET_VALID_BY = 600   # seconds: the nbf of a NOT_YET_VALID launch
 EXPIRED_BY = -120        # seconds: the id_token_expiration of an EXPIRED launch
@@ -152,16 +147,6 @@ class LaunchSpec:
     name: str | None = None
     email: str | None = None
     flaw: Flaw | None = None
-
-
-@dataclass
-class Context:
-    """One course's gradebook at the platform: line items, results, the score POSTs received."""
-
-    lineitems: dict[str, dict] = field(default_factory=dict)
-    results: dict[str, dict[str, dict]] = field(default_factory=dict)
-    scores: list[tuple[str, dict]] = field(default_factory=list)
-    last_timestamp: dict[tuple[str, str], datetime] = field(default_factory=dict)
 
 
 def new_private_key() -> str:
@@ -246,117 +231,6 @@ class Launch(LTIAdvantageMessageLaunchAbstract):
         return HTMLResponse(LAUNCH_FORM.render(action=launch_data["launch_url"], fields=fields))
 
 
-class Grades(AssignmentsGradesService):
-    """The library's AGS service over one context's in-memory gradebook; each route names its scopes."""
-
-    def __init__(self, request, platform_config, *, context: Context, lineitems_url: str,
-                 scopes: list[str], lineitem_url: str | None = None) -> None:
-        super().__init__(request, platform_config, lineitems_url, lineitem_url)
-        self._context, self._scopes = context, scopes
-        self._lineitems_url = lineitems_url.rstrip("/")
-
-    @property
-    def allowed_scopes(self) -> list[str]:
-        return self._scopes
-
-    def _url(self, line_item_id: str) -> str:
-        return f"{self._lineitems_url}/{line_item_id}"
-
-    def _item(self, line_item_id: str) -> dict:
-        try:
-            return self._context.lineitems[line_item_id]
-        except KeyError:
-            raise lti_errors.LineItemNotFoundException(line_item_id) from None
-
-    def find_lineitems(self, page=1, limit=None, line_item_id=None, resource_link_id=None,
-                       resource_id=None, tag=None, **_other) -> TPage:
-        items = [item for item in self._context.lineitems.values()
-                 if (resource_link_id is None or item.get("resourceLinkId") == resource_link_id)
-                 and (resource_id is None or item.get("resourceId") == resource_id)
-                 and (tag is None or item.get("tag") == tag)]
-        if limit:
-            start = (int(page) - 1) * int(limit)
-            return {"content": items[start:start + int(limit)], "has_next": start + int(limit) < len(items)}
-        return {"content": items, "has_next": False}
-
-    def find_lineitem(self, line_item_id: str) -> TLineItem:
-        return self._item(line_item_id)
-
-    def create_lineitem(self, creation_data: TLineItem) -> TLineItem:
-        if not isinstance(creation_data, dict) or not creation_data.get("label"):
-            raise lti_errors.LtiServiceException("a line item needs a label", 400)
-        maximum = creation_data.get("scoreMaximum")
-        if not isinstance(maximum, (int, float)) or isinstance(maximum, bool) or maximum <= 0:
-            raise lti_errors.LtiServiceException("a line item needs a scoreMaximum above 0", 400)
-        line_item_id = str(len(self._context.lineitems) + 1)
-        item = {**creation_data, "id": self._url(line_item_id)}
-        self._context.lineitems[line_item_id] = item
-        self._context.results[line_item_id] = {}
-        return item
-
-    def update_lineitem(self, update_data: TLineItem) -> TLineItem:
-        line_item_id = update_data["id"]
-        item = self._item(line_item_id)
-        item.update({**update_data, "id": self._url(line_item_id)})
-        return item
-
-    def delete_lineitem(self, line_item_id: str) -> None:
-        self._item(line_item_id)
-        del self._context.lineitems[line_item_id]
-        del self._context.results[line_item_id]
-
-    def update_score(self, line_item_id: str, score: TScore) -> UpdateScoreStatus:
-        self._item(line_item_id)
-        when = check_score(score)
-        user = str(score["userId"])
-        last = self._context.last_timestamp.get((line_item_id, user))
-        if last is not None and when < last:
-            return UpdateScoreStatus.OLD_TIMESTAMP
-        self._context.last_timestamp[(line_item_id, user)] = when
-        self._context.scores.append((self._url(line_item_id), copy.deepcopy(score)))
-        results = self._context.results[line_item_id]
-        created = user not in results
-        result = {"id": f"{self._url(line_item_id)}/results/{user}", "userId": user,
-                  "scoreOf": self._url(line_item_id)}
-        if "scoreGiven" in score:
-            result.update(resultScore=score["scoreGiven"], resultMaximum=score["scoreMaximum"])
-        if score.get("comment"):
-            result["comment"] = score["comment"]
-        results[user] = result
-        return UpdateScoreStatus.CREATED if created else UpdateScoreStatus.SUCCESS
-
-    def get_results(self, line_item_id: str, page=1, limit=None, user_id=None, **_other) -> TPage:
-        self._item(line_item_id)
-        results = [r for u, r in self._context.results[line_item_id].items() if user_id in (None, u)]
-        return {"content": results, "has_next": False}
-
-
-def check_score(score) -> datetime:
-    """The score's timestamp, after the checks of AGS 2.0's score media type; a 400 otherwise."""
-    def bad(why: str):
-        return lti_errors.LtiServiceException(f"score refused: {why}", 400)
-
-    if not isinstance(score, dict):
-        raise bad("not a JSON object")
-    for key in ("userId", "timestamp", "activityProgress", "gradingProgress"):
-        if key not in score:
-            raise bad(f"{key} missing")
-    if score["activityProgress"] not in {p.value for p in ActivityProgress}:
-        raise bad(f"activityProgress {score['activityProgress']!r}")
-    if score["gradingProgress"] not in {p.value for p in GradeProgress}:
-        raise bad(f"gradingProgress {score['gradingProgress']!r}")
-    if "scoreGiven" in score:
-        given, maximum = score["scoreGiven"], score.get("scoreMaximum")
-        if not isinstance(given, (int, float)) or given < 0:
-            raise bad("scoreGiven must be a number, 0 or more")
-        if not isinstance(maximum, (int, float)) or maximum <= 0:
-            raise bad("scoreGiven needs a scoreMaximum above 0")
-    try:
-        return datetime.fromisoformat(str(score["timestamp"]).replace("Z", "+00:00"))
-    except ValueError:
-        raise bad(f"timestamp {score['timestamp']!r} is not ISO 8601") from None
-
-
 class Platform:
     """One LMS on 127.0.0.1 (see the module docstring for the API)."""
 
@@ -370,7 +244,7 @@ class Platform:
         self._expired_tokens: set[str] = set()
         self._granted_tokens: set[str] = set()
         self._faults: list[dict] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()        # the server's thread and the test's
         self.forms: list[dict] = []
         self.issuer = ""
         self._server: uvicorn.Server | None = None
@@ -445,14 +319,17 @@ class Platform:
             return self._contexts.setdefault(context_id, Context())
 
     def lineitems(self, context_id: str) -> list[dict]:
-        return copy.deepcopy(list(self._context(context_id).lineitems.values()))
+        with self._lock:
+            return copy.deepcopy(list(self._context(context_id).lineitems.values()))
 
     def results(self, context_id: str, lineitem_id: str) -> dict[str, dict]:
         key = lineitem_id.rstrip("/").rsplit("/", 1)[-1]
-        return copy.deepcopy(self._context(context_id).results.get(key, {}))
+        with self._lock:
+            return copy.deepcopy(self._context(context_id).results.get(key, {}))
 
     def scores(self, context_id: str) -> list[tuple[str, dict]]:
-        return copy.deepcopy(self._context(context_id).scores)
+        with self._lock:
+            return copy.deepcopy(self._context(context_id).scores)
 
     # ---- faults --------------------------------------------------------------------------------------
     def fail_next(self, count: int, status: int = 503, path_part: str = "/scores") -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from course_exchange.ags.command import main, read_roster
-from course_exchange.ags.where import AGS_DIR, WhereError, lms_users, remember_launch, target_for
+from course_exchange.ags.where import AGS_DIR, WhereError, lms_users, target_for
 
 SETTINGS = """[platform]
 issuer = "https://lms.example.edu"
@@ -49,14 +49,14 @@ def test_the_target_comes_from_the_settings_and_the_last_launch(hub):
         target_for("other", None, settings_file=settings, hub_state=state)
 
 
-def test_a_launch_is_remembered_and_the_roster_adds_to_it(hub, tmp_path):
+def test_the_launches_members_give_the_lms_ids_and_the_roster_adds_to_them(hub, tmp_path):
     _, state = hub
     assert lms_users("tcc", hub_state=state) == {}
-    remember_launch(state, "tcc", "ada", "sub-ada")
-    remember_launch(state, "tcc", "bob", "sub-bob")
-    path = state / "lti" / "users" / "tcc.json"
-    assert path.stat().st_mode & 0o777 == 0o600
-    assert lms_users("tcc", hub_state=state) == {"ada": "sub-ada", "bob": "sub-bob"}
+    (state / AGS_DIR).mkdir(parents=True)
+    (state / AGS_DIR / "tcc.json").write_text(json.dumps({"course": "tcc", "members": {
+        "ada": {"sub": "sub-ada", "role": "student"}, "lti-5-1a2b3c4d": {"sub": "5", "role": "student"},
+        "broken": {"role": "student"}}}))
+    assert lms_users("tcc", hub_state=state) == {"ada": "sub-ada", "lti-5-1a2b3c4d": "5"}
     roster = tmp_path / "roster.csv"
     roster.write_text("student,lti_user_id\nbob,sub-bob-2\n", encoding="utf-8")
     assert read_roster(roster) == {"bob": "sub-bob-2"}

@@ -72,6 +72,10 @@ def test_a_learner_is_logged_in_as_a_student_of_the_mapped_course(lms):
     record = json.loads((hub.state / "lti" / "ags" / f"{COURSE}.json").read_text())
     assert record["lineitems"] == platform.lineitems_url(CONTEXT) and record["context_id"] == CONTEXT
     assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in record["scope"]
+    assert record["members"]["lti-alice"] == {"sub": "lti-alice", "role": "student"}
+    me = requests.get(f"{hub.exchange_url}api/me", timeout=60,
+                      headers={"Authorization": f"token {hub.token('lti-alice')}"})
+    assert me.json() == {"user": "lti-alice", "courses": {COURSE: "student"}}     # the exchange's view
 
 
 def test_instructors_and_teaching_assistants_are_instructors_and_other_courses_are_kept(lms):
@@ -84,6 +88,9 @@ def test_instructors_and_teaching_assistants_are_instructors_and_other_courses_a
     assert users["lti-prof"]["groups"] == [f"course-{COURSE}-instructors"]
     assert users["lti-ta"]["groups"] == [f"course-{COURSE}-instructors"]
     assert sorted(users["lti-carol"]["groups"]) == ["course-lti1-instructors", "course-other-students"]
+    me = requests.get(f"{hub.exchange_url}api/me", timeout=60,
+                      headers={"Authorization": f"token {hub.token('lti-ta')}"})
+    assert me.json()["courses"] == {COURSE: "instructor"}
     _, _, answer = launch(platform, "lti-carol", ["Learner"])          # her role in the LMS changed
     assert sorted(hub_users(hub)["lti-carol"]["groups"]) == ["course-lti1-students", "course-other-students"]
 
@@ -122,3 +129,28 @@ def test_a_launch_without_a_course_or_a_course_role_is_refused(lms, roles, conte
     user = f"lti-nocourse-{len(roles)}-{context[-4:]}-{why[:2]}"
     session, _, answer = launch(platform, user, roles, context=context)
     assert_refused(hub, session, answer, user, why)
+
+
+def test_the_hubs_login_opened_without_the_lms_says_where_to_start(lms):
+    _, hub = lms
+    answer = requests.get(f"{hub.url}hub/lti13/oauth_login", timeout=30)
+    assert answer.status_code == 400
+    text = page_text(answer)
+    assert REFUSED in text and "entered by the course's link in the LMS" in text
+
+
+def test_an_lms_user_id_that_is_no_unix_name_gets_a_safe_hub_name_and_is_recorded(lms):
+    platform, hub = lms
+    session, _, answer = launch(platform, "5", ["Learner"])          # Moodle's sub: the user's number
+    assert answer.status_code == 302
+    name = signed_in_as(hub, session)
+    assert name.startswith("lti-5-") and name in hub_users(hub)
+    record = json.loads((hub.state / "lti" / "ags" / f"{COURSE}.json").read_text())
+    assert record["members"][name] == {"sub": "5", "role": "student"}
+
+
+def test_a_launch_form_posted_without_the_browsers_cookies_is_refused(lms):
+    platform, hub = lms
+    form = launch_form(requests.Session(), platform.start_url("lti-frank", ["Learner"], CONTEXT, TITLE, "rl-1"))
+    other = requests.Session()                                         # another browser: no state cookie
+    assert_refused(hub, other, post_form(other, form), "lti-frank", "OAuth state missing from cookies")

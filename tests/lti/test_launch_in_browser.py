@@ -32,13 +32,15 @@ import unix_users  # noqa: E402
 
 from lti import lms_hub  # noqa: E402
 from lti.lms_hub import CONTEXT, COURSE, TITLE, hub_users  # noqa: E402
+from lti.platform import Flaw  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
     bool(hubtools.skip_reason() or unix_users.why_not() or lab_browser.skip_reason()),
     reason=hubtools.skip_reason() or unix_users.why_not() or lab_browser.skip_reason() or "ok")
 
-STUDENT, INSTRUCTOR = "hub-lti-alice", "hub-lti-prof"
+STUDENT, INSTRUCTOR, FORGER = "hub-lti-alice", "hub-lti-prof", "hub-lti-eve"
+NEWCOMER = "hub-lti-newcomer"     # no Unix account before the launch: the hub makes it
 
 
 def publish(edition: Path) -> None:
@@ -72,8 +74,26 @@ def test_a_student_and_an_instructor_launch_from_the_lms_into_lesson_01(tmp_path
                 with lms_hub.platform_and_hub(tmp_path, demo=False, env=env) as (platform, hub):
                     published.result()
                     _launch_both(platform, hub, users, shots)
+                    _a_first_launch_makes_the_unix_account(platform, hub)
     finally:
+        with unix_users.acl_lock():
+            unix_users.remove(NEWCOMER)
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def _a_first_launch_makes_the_unix_account(platform, hub) -> None:
+    import pwd
+
+    import requests
+
+    with pytest.raises(KeyError):
+        pwd.getpwnam(NEWCOMER)
+    session = requests.Session()
+    answer = lms_hub.post_form(session, lms_hub.launch_form(
+        session, platform.start_url(NEWCOMER, ["Learner"], CONTEXT, TITLE, "rl-lesson-01")))
+    assert answer.status_code == 302, lms_hub.page_text(answer)[-500:]
+    assert Path(pwd.getpwnam(NEWCOMER).pw_dir).is_dir()
+    assert hub_users(hub)[NEWCOMER]["groups"] == [f"course-{COURSE}-students"]
 
 
 def _launch_both(platform, hub, users, shots: Path) -> None:
@@ -96,9 +116,19 @@ def _launch_both(platform, hub, users, shots: Path) -> None:
                 clone = users[name].home / "torch-compile-course"
                 assert (clone / lab_browser.FIRST_LESSON).stat().st_uid == users[name].uid   # his server, his files
                 assert not (clone / "solutions").exists()
+            # a launch whose token another key signed: the hub's page says so, and nobody is logged in
+            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+            page.goto(platform.launch_url(FORGER, ["Instructor"], CONTEXT, TITLE, "rl-lesson-01",
+                                          flaw=Flaw.BAD_SIGNATURE))
+            page.click("#launch")
+            page.wait_for_selector("text=The launch from your course site was refused")
+            page.screenshot(path=str(shots / "forged-launch-refused.png"))
+            assert "Signature verification failed" in page.inner_text("body")
+            assert not [c for c in page.context.cookies() if c["name"] == "jupyterhub-hub-login"]
         finally:
             browser.close()
     state = hub_users(hub)
+    assert FORGER not in state
     assert state[STUDENT]["groups"] == [f"course-{COURSE}-students"]
     assert state[INSTRUCTOR]["groups"] == [f"course-{COURSE}-instructors"]
     assert state[STUDENT]["servers"][""]["ready"] and state[INSTRUCTOR]["servers"][""]["ready"]

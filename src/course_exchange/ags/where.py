@@ -5,10 +5,10 @@
 * The course's context and its AGS line items URL: what the last launch of the course brought in its
   AGS endpoint claim, which the hub's launch writes to ``<COURSE_HUB_STATE>/lti/ags/<course>.json``
   (:mod:`course_exchange.lti_launch`), or ``--lineitems URL``.
-* Each student's LMS user id (the id_token's ``sub``, which an AGS score names): recorded at each
-  launch by :func:`remember_launch` in ``<COURSE_HUB_STATE>/lti/users/<course>.json`` (``{hub user name:
-  sub}``, 0600 in the hub's own folder), since the hub user name may be a transformed ``sub`` or another
-  claim and cannot be turned back into it.
+* Each student's LMS user id (the id_token's ``sub``, which an AGS score names): the same record's
+  ``members`` (``{hub user name: {"sub": ..., "role": ...}}``, one entry per user who launched the
+  course), since the hub user name may be a transformed ``sub`` or another claim and cannot be turned
+  back into it.
 
 Every gap is a :class:`WhereError` that says which file or option gives what is missing.
 """
@@ -25,8 +25,7 @@ from .client import AgsTarget
 
 SETTINGS_ENV = "COURSE_HUB_LTI"
 STATE_ENV = "COURSE_HUB_STATE"
-AGS_DIR = Path("lti") / "ags"
-USERS_DIR = Path("lti") / "users"
+AGS_DIR = Path("lti") / "ags"      # as lti_launch.configure sets the authenticator's ags_dir
 
 
 class WhereError(Exception):
@@ -89,20 +88,5 @@ def lms_users(course: str, *, hub_state: Path | None = None) -> dict[str, str]:
     state = _state(hub_state)
     if not state:
         return {}
-    users = _read_json(state / USERS_DIR / f"{course}.json")
-    return {str(k): str(v) for k, v in users.items() if isinstance(v, str) and v}
-
-
-def remember_launch(hub_state: Path, course: str, name: str, sub: str) -> None:
-    """Record that hub user ``name`` is LMS user ``sub`` in ``course`` (called by the hub at each launch)."""
-    path = Path(hub_state) / USERS_DIR / f"{course}.json"
-    users = _read_json(path)
-    if users.get(name) == sub:
-        return
-    users[name] = sub
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f".{path.name}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(users, out, indent=1, sort_keys=True)
-    os.replace(partial, path)
+    members = _read_json(state / AGS_DIR / f"{course}.json").get("members") or {}
+    return {str(name): str(m["sub"]) for name, m in members.items() if isinstance(m, dict) and m.get("sub")}
