@@ -5,6 +5,7 @@
 #   2. the hand-in exchange      (course_exchange.hub_config.configure; see docs/exchange.md)
 #   3. spawner and authenticator (the hub's; see docs/hub-*.md)
 #   4. set-up access             (an admin token for scripts and tests, only when one is given)
+#   5. LTI 1.3 launch            (course_exchange.lti_launch.configure, only when COURSE_HUB_LTI is set)
 #
 # Every value a test or a second hub on the same machine must change comes from the environment:
 #   COURSE_HUB_STATE           state folder (database, cookie secret, pid files, exchange storage)
@@ -18,6 +19,8 @@
 #                              keeps it root). Not root: unused, it runs as the hub's user
 #   COURSE_EXCHANGE_DIR        the exchange's storage, 0700, its user's (default ~USER/storage with a service
 #                              user, else STATE/exchange)
+#   COURSE_HUB_LTI             the LTI 1.3 settings file (course_exchange.lti_settings; docs/hub-admins.md):
+#                              when set, students and instructors log in by a launch from the LMS
 #   COURSE_HUB_ADMIN_TOKEN     when set: a service `course-admin` with this token may create users,
 #                              groups and tokens through the hub's REST API (tests, set-up scripts)
 import os
@@ -88,3 +91,17 @@ if os.environ.get("COURSE_HUB_ADMIN_TOKEN"):
                                 "description": "set-up scripts and tests: users, groups, tokens",
                                 "scopes": ["admin:users", "admin:groups", "tokens", "admin:servers",
                                            "list:services", "read:services"]}]
+
+# ---- 5. LTI 1.3 launch (course_exchange.lti_launch; docs/hub-admins.md, "LTI 1.3") --------------------
+# With COURSE_HUB_LTI naming the settings file, the LMS logs people in: jupyterhub-ltiauthenticator with
+# the course's checks; the launch's course role puts the user in course-<id>-students or -instructors.
+# In users mode (root, no COURSE_HUB_DEMO) each launched user gets a Unix account on the first launch.
+if os.environ.get("COURSE_HUB_LTI"):
+    from course_exchange import lti_launch
+    from course_exchange.lti_settings import SettingsError
+
+    try:
+        lti_launch.configure(c, os.environ["COURSE_HUB_LTI"], state=STATE,
+                             unix_users=c.JupyterHub.spawner_class == "localprocess")
+    except SettingsError as exc:
+        raise SystemExit(f"jupyterhub_config: {exc}") from None

@@ -17,7 +17,9 @@ What it does before it starts the hub, each step printed:
 5. as root, the exchange's own Unix user (``COURSE_EXCHANGE_USER``, default ``course-exchange``): a
    system user with no login shell, created when it is missing, whose home holds the exchange's
    storage; the hub starts the exchange as that user, never as root;
-6. then it prints the hub's address and the nbgitpuller link for the students, and runs
+6. with ``COURSE_HUB_LTI`` (the LTI 1.3 settings file, docs/hub-admins.md): the file is read (a bad one
+   stops here, exit 2, naming the key) and the URLs to give the LMS are printed;
+7. then it prints the hub's address and the nbgitpuller link for the students, and runs
    ``jupyterhub -f hub/jupyterhub_config.py`` in the foreground (Ctrl-C stops it and every server).
 
 Settings come from the environment (hub/jupyterhub_config.py's header and hub/spawner_config.py's
@@ -136,6 +138,22 @@ def ensure_service_user() -> None:
     os.environ["COURSE_EXCHANGE_USER"] = name
 
 
+def lti_urls(settings_file: str, hub_url: str) -> list[str]:
+    """What to tell the LMS about this hub, after the settings file is read; exit 2 when it cannot be."""
+    from course_exchange.lti_settings import SettingsError, load
+
+    try:
+        settings = load(settings_file)
+    except SettingsError as exc:
+        print(f"[hub] cannot start: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    hub = hub_url.rstrip("/")
+    courses = ", ".join(f"{context} -> {course}" for context, course in settings.courses.items()) or "none yet"
+    return [f"LTI 1.3: launches from {settings.issuer} (client id {settings.client_id}); courses: {courses}",
+            f"LTI 1.3: give the LMS the login initiation URL {hub}/hub/lti13/oauth_login, the redirect URI "
+            f"{hub}/hub/lti13/oauth_callback and the target link URI {hub}/hub/"]
+
+
 def main() -> int:
     ensure_proxy()
     edition = ensure_edition()
@@ -143,8 +161,9 @@ def main() -> int:
     if demo:
         if not os.environ.get("COURSE_HUB_DEMO_PASSWORD"):
             os.environ["COURSE_HUB_DEMO_PASSWORD"] = secrets.token_urlsafe(9)
-        step("mode: DEMO (every server runs as you, with NO isolation on disk between students); "
-             f"log in with any name and the password {os.environ['COURSE_HUB_DEMO_PASSWORD']}")
+        login = ("logins come by LTI launches from the LMS" if os.environ.get("COURSE_HUB_LTI") else
+                 f"log in with any name and the password {os.environ['COURSE_HUB_DEMO_PASSWORD']}")
+        step(f"mode: DEMO (every server runs as you, with NO isolation on disk between students); {login}")
     else:
         step("mode: users (as root: students log in with their Unix account; each server runs as its student)")
         check_reachable(edition)
@@ -158,6 +177,9 @@ def main() -> int:
     from course_link import student_link
 
     link = student_link(f"http://{ip}:{port}/", edition, os.environ.get("COURSE_HUB_BRANCH") or "main")
+    if os.environ.get("COURSE_HUB_LTI"):
+        for line in lti_urls(os.environ["COURSE_HUB_LTI"], f"http://{ip}:{port}/"):
+            step(line)
     step(f"the hub: http://{ip}:{port}/  (logging in opens lesson 01)")
     step(f"the link for your students (it also brings course updates): {link}")
     step(f"starting: {BIN / 'jupyterhub'} -f {CONFIG}  (Ctrl-C stops the hub and every student's server)")

@@ -101,8 +101,9 @@ def configure(c, *, port: int, storage: Path, user: str | None = None, client_ur
         "display": False,                  # no entry in the hub's Services menu: students use course commands
         "timeout": START_TIMEOUT_S,        # the hub gives up (and exits) when a managed service is not up by then
     }
-    if os.environ.get("COURSE_EXCHANGE_LIMITS"):     # other caps for this class (see limits.py)
-        service["environment"]["COURSE_EXCHANGE_LIMITS"] = os.environ["COURSE_EXCHANGE_LIMITS"]
+    for name in ("COURSE_EXCHANGE_LIMITS", "COURSE_LTI_JWKS"):   # other caps (limits.py); the LTI tool's JWKS
+        if os.environ.get(name):
+            service["environment"][name] = os.environ[name]
     if user:
         service["user"] = user
         service["cwd"] = str(Path(storage).resolve())     # not the hub's folder, which the user may not enter

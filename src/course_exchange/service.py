@@ -22,6 +22,7 @@ GET      courses/C/feedback/[PAGE]               student     the same, for a bro
 GET      api/courses/C/collect                   instructor  the hand-ins that count, one per student+exercise
 GET      api/courses/C/handins/ID/file           instructor  the bytes of hand-in ID
 PUT      api/courses/C/returns/STUDENT           instructor  return ``{"score": {...}, "pages": {name: html}}``
+GET      lti/jwks.json                           anyone      the LTI tool's public keys (:mod:`.ags.jwks`)
 =======  ======================================  ==========  =================================================
 
 Run by the hub: ``python -m course_exchange.service`` with ``COURSE_EXCHANGE_DIR`` (storage root) in its
@@ -48,6 +49,7 @@ from tornado.ioloop import IOLoop
 from course_grader import api
 
 from . import limits
+from .ags.jwks import JwksHandler
 from .courses import roles_from_groups
 from .errors import NotFound, TooMany
 from .feedback import FeedbackPage, MyFeedback, ReturnFeedback
@@ -146,6 +148,7 @@ def make_app(exchange: Exchange, prefix: str) -> web.Application:
     course = r"([^/]+)"
     routes = [
         (rf"{p}/api/me", MeHandler),
+        (rf"{p}/lti/jwks\.json", JwksHandler),
         (rf"{p}/api/courses/{course}/handins", MyHandins),
         (rf"{p}/api/courses/{course}/handins/([0-9]+)/file", HandinFile),
         (rf"{p}/api/courses/{course}/handins/([^/]*)", HandinUpload),

@@ -10,6 +10,9 @@ A caller never imports another ``course_grader`` module.
 * :func:`handin_name` — the file name ``course grade`` reads as one student's hand-in of one exercise.
 * :data:`STUDENT_ID_RULE`, :func:`student_id_problem` — what a student id may be, and why one is not.
 * :func:`hand_back_folders` — the per-student folders a ``course grade --hand-back`` wrote.
+* :class:`LmsScores` — a graded results folder's final scores, and the record of those sent to an LMS
+  (``course grade post-scores``): :class:`FinalScore` each, withheld ones with the reason, :class:`Post`.
+* :func:`console` — a rich console as wide as the terminal, never folded at 80 columns in a log.
 * :data:`COLLECT_RECORD` — the name of the record ``course collect`` writes beside the hand-ins (known to
   ``course grade``, which reports every other file it does not grade).
 """
@@ -24,10 +27,14 @@ from pathlib import Path
 from compile_course.paths import SOLUTIONS
 from course_grader.intake.discover import COLLECT_RECORD, STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
 from course_grader.intake.load import MAX_FILE_BYTES
+from course_grader.results.final_scores import FinalScore
 from course_grader.results.handback import MARKER
+from course_grader.results.posted import Post
+from course_grader.ui.terminal import console
 
-__all__ = ["COLLECT_RECORD", "ExerciseInfo", "HandinCheck", "HandinError", "STUDENT_ID_RULE", "check_handin",
-           "exercises", "hand_back_folders", "handin_name", "student_id_problem"]
+__all__ = ["COLLECT_RECORD", "ExerciseInfo", "FinalScore", "HandinCheck", "HandinError", "LmsScores", "Post",
+           "STUDENT_ID_RULE", "check_handin", "console", "exercises", "hand_back_folders", "handin_name",
+           "student_id_problem"]
 
 
 class HandinError(ValueError):
@@ -134,3 +141,46 @@ def hand_back_folders(to: Path) -> dict[str, Path]:
         raise HandinError(f"{to}: not a hand-back folder (written by course grade hand-back; no {MARKER})")
     return {p.name: p for p in sorted(to.iterdir())
             if p.is_dir() and not p.is_symlink() and STUDENT_ID.fullmatch(p.name)}
+
+
+class LmsScores:
+    """The results folder ``out`` of ``course grade run`` (its gradebook, or ``gradebook``), as a poster of scores
+    to an LMS sees it: the final scores, the files that named no student, and the record of posts.
+    Raises :class:`HandinError` when there is no gradebook there (none is created)."""
+
+    def __init__(self, out: Path, gradebook: Path | None = None):
+        from course_grader.results.gradebook import Gradebook
+
+        self.out = Path(out)
+        path = Path(gradebook) if gradebook else self.out / "gradebook.sqlite"
+        if not path.is_file():
+            raise HandinError(f"no gradebook at {path}: give the results folder of course grade run (OUT)")
+        self.path = path
+        self.book = Gradebook(path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.book.close()
+        return False
+
+    def scores(self) -> list[FinalScore]:
+        from course_grader.results.final_scores import final_scores
+
+        return final_scores(self.book)
+
+    def unattributed(self) -> list[str]:
+        """The files of the graded folder that named no student (never graded, never posted)."""
+        path = self.out / "unattributed.txt"
+        return path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+
+    def posts(self) -> dict[tuple[str, str], Post]:
+        from course_grader.results.posted import latest
+
+        return latest(self.book)
+
+    def record(self, post: Post) -> Post:
+        from course_grader.results.posted import record
+
+        return record(self.book, post)

@@ -9,6 +9,8 @@
   course publish DEST         the student edition: a git repository without solutions or hidden tests
   course seal [--check]       close solutions/, tests/, build/ and .git of a shared checkout to all but their owner
   course grade DIR [...]      grade a folder of student submissions
+  course grade post-scores OUT [--dry-run]    a graded class's final scores to the LMS (LTI AGS)
+  course lti-key PATH         make the LTI tool's private key (0600) and its public JWKS beside it
   course check FILE           a student's notebook: what the grader will say, public tests included
   course submit FILE --student ID   write the hand-in file handin/ID__exNN_slug.ipynb the grader expects
   course submit FILE                on the class's hub: hand in through its exchange (docs/exchange.md)
@@ -214,6 +216,12 @@ def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["drift"]:
         from .drift.cli import main as drift_main
         return drift_main(argv[1:])
+    if argv[:2] == ["grade", "post-scores"]:     # the LMS is the exchange's side: course_grader cannot import it
+        from course_exchange.ags.command import main as post_scores_main
+        return post_scores_main(argv[2:])
+    if argv[:1] == ["lti-key"]:
+        from course_exchange.ags.tool_key import main as lti_key_main
+        return lti_key_main(argv[1:])
     if argv[:1] == ["grade"]:
         from course_grader.ui.grade import main as grade_main
         return grade_main(argv[1:])
@@ -264,6 +272,7 @@ def _dispatch(argv: list[str]) -> int:
     sub.add_parser("publish", help="the student edition as a git repository (see course publish --help)")
     sub.add_parser("seal", help="close the instructor's folders of a shared checkout to others (course seal --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
+    sub.add_parser("lti-key", help="make the LTI tool's private key and its JWKS (course lti-key PATH)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
     sub.add_parser("submit", help="write the hand-in file for a notebook (see course submit --help)")
     sub.add_parser("restore", help="put a locked or test cell of your notebook back as released "

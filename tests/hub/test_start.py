@@ -66,3 +66,18 @@ def test_an_unsealed_checkout_is_named_with_the_step_to_run(tmp_path, start):
     assert reminder and "course seal" in reminder and "solutions" in reminder
     (tmp_path / "solutions").chmod(0o700)
     assert start["seal_reminder"](tmp_path) is None
+
+
+def test_lti_settings_are_read_before_the_hub_starts(tmp_path, start, capsys):
+    bad = tmp_path / "lti.toml"
+    bad.write_text('[platform]\nissuer = "https://lms.example.edu"\n')
+    with pytest.raises(SystemExit) as stop:
+        start["lti_urls"](str(bad), "http://127.0.0.1:8000/")
+    assert stop.value.code == 2
+    assert "[platform] client_id is missing" in capsys.readouterr().err
+    bad.write_text(bad.read_text() + 'client_id = "c1"\ndeployment_ids = ["d1"]\n'
+                   'auth_url = "https://lms.example.edu/auth"\ntoken_url = "https://lms.example.edu/token"\n'
+                   'jwks_url = "https://lms.example.edu/jwks"\n[courses]\n"ctx-9" = "tcc"\n')
+    lines = start["lti_urls"](str(bad), "http://127.0.0.1:8000/")
+    assert "ctx-9 -> tcc" in lines[0]
+    assert "http://127.0.0.1:8000/hub/lti13/oauth_login" in lines[1] and "hub/lti13/oauth_callback" in lines[1]

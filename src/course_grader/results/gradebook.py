@@ -28,6 +28,7 @@ from pathlib import Path
 from course_grader.errors import GradebookVersionError
 from course_grader.status import AttemptStatus, CellStatus, TestStatus
 
+from .posted import POSTS_TABLE
 from .private import private_dir, private_file
 
 # Every table, as a new gradebook gets it. A change here is a new SCHEMA_VERSION with its step in MIGRATIONS.
@@ -66,13 +67,15 @@ CREATE TABLE IF NOT EXISTS review_kept (
 CREATE TABLE IF NOT EXISTS clearances (
     key TEXT PRIMARY KEY REFERENCES attempts(key), reason TEXT NOT NULL, flags TEXT NOT NULL,
     cleared_at REAL NOT NULL);""",
+    "lms_posts": POSTS_TABLE,
 }
 # The schema's version, kept in the file's header (PRAGMA user_version). A gradebook without one (0) was
 # written before the version was recorded: it has version 1's tables (everything but review_kept).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # version -> the statements that bring a gradebook of the version before it up to it, applied in order
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: (TABLES["review_kept"],),   # kept review scores of a superseded attempt (course grade --import-review)
+    3: (TABLES["lms_posts"],),     # scores sent to an LMS (course grade post-scores, results/posted.py)
 }
 
 

@@ -5,6 +5,7 @@
   course grade import-review SHEET.csv --out OUT [--gradebook PATH]
   course grade clear-flag ATTEMPT --reason "..." --out OUT [--gradebook PATH]
   course grade hand-back OUT [--to DIR] [--zip] [--lms-ids MAP.csv]
+  course grade post-scores OUT [--dry-run]   (LTI AGS: course grade post-scores --help)
 
 The earlier forms still work, for one release: ``course grade DIR``, ``--import-review SHEET``,
 ``--clear-flag ATTEMPT`` and ``--hand-back OUT``. (A folder named like a subcommand is graded with
