@@ -135,7 +135,20 @@ class UsedNonces:
 
 
 class CourseLTI13LoginInitHandler(LTI13LoginInitHandler):
-    """ltiauthenticator's login initiation, with the hub's page when it is opened other than by the LMS."""
+    """ltiauthenticator's login initiation, with the hub's page when it is opened other than by the LMS,
+    and, on https, state and nonce cookies that come back with the LMS's cross-site POST.
+
+    ltiauthenticator sets them with no SameSite attribute, which browsers read as Lax: a Lax cookie is
+    not sent with a POST from another site, which the launch is (the LMS's form posts to the hub);
+    Chromium sends it anyway only in the first two minutes (its "Lax+POST" allowance). On https they are
+    set ``SameSite=None; Secure`` (a browser takes SameSite=None only with Secure, so not on http)."""
+
+    def _set_oauth_cookie(self, key: str, value) -> None:
+        if self.authenticator.get_uri_scheme(self.request) != "https":
+            super()._set_oauth_cookie(key, value)
+            return
+        self._set_cookie(key, value, expires_days=1, httponly=True, encrypted=True, secure=True,
+                         samesite="None")
 
     def post(self):
         try:
