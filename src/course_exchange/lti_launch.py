@@ -20,7 +20,9 @@ it offers (why, each):
   launch's context id must map to a course in the settings' ``[courses]``, or it is refused.
   The user is put in the hub group ``course-<id>-students`` or ``course-<id>-instructors`` of that
   course (``Authenticator.manage_groups``; the user's groups of other courses are kept), which is
-  where the exchange reads course and role (``course_exchange.courses``).
+  where the exchange reads course and role (``course_exchange.courses``);
+- **cookies for a cross-site POST**: on https its state and nonce cookies are set ``SameSite=None;
+  Secure``, so that the LMS's form post carries them (``CourseLTI13LoginInitHandler``).
 
 Every refusal is a page of the hub saying what was wrong and what to do, given before the user is
 created: no user, no server, no session cookie (the login initiation's too: opened by hand, without
