@@ -20,7 +20,9 @@ it offers (why, each):
   launch's context id must map to a course in the settings' ``[courses]``, or it is refused.
   The user is put in the hub group ``course-<id>-students`` or ``course-<id>-instructors`` of that
   course (``Authenticator.manage_groups``; the user's groups of other courses are kept), which is
-  where the exchange reads course and role (``course_exchange.courses``).
+  where the exchange reads course and role (``course_exchange.courses``);
+- **cookies for a cross-site POST**: on https its state and nonce cookies are set ``SameSite=None;
+  Secure``, so that the LMS's form post carries them (``CourseLTI13LoginInitHandler``).
 
 Every refusal is a page of the hub saying what was wrong and what to do, given before the user is
 created: no user, no server, no session cookie (the login initiation's too: opened by hand, without
@@ -135,7 +137,20 @@ class UsedNonces:
 
 
 class CourseLTI13LoginInitHandler(LTI13LoginInitHandler):
-    """ltiauthenticator's login initiation, with the hub's page when it is opened other than by the LMS."""
+    """ltiauthenticator's login initiation, with the hub's page when it is opened other than by the LMS,
+    and, on https, state and nonce cookies that come back with the LMS's cross-site POST.
+
+    ltiauthenticator sets them with no SameSite attribute, which browsers read as Lax: a Lax cookie is
+    not sent with a POST from another site, which the launch is (the LMS's form posts to the hub);
+    Chromium sends it anyway only in the first two minutes (its "Lax+POST" allowance). On https they are
+    set ``SameSite=None; Secure`` (a browser takes SameSite=None only with Secure, so not on http)."""
+
+    def _set_oauth_cookie(self, key: str, value) -> None:
+        if self.authenticator.get_uri_scheme(self.request) != "https":
+            super()._set_oauth_cookie(key, value)
+            return
+        self._set_cookie(key, value, expires_days=1, httponly=True, encrypted=True, secure=True,
+                         samesite="None")
 
     def post(self):
         try:

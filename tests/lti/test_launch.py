@@ -154,3 +154,21 @@ def test_a_launch_form_posted_without_the_browsers_cookies_is_refused(lms):
     form = launch_form(requests.Session(), platform.start_url("lti-frank", ["Learner"], CONTEXT, TITLE, "rl-1"))
     other = requests.Session()                                         # another browser: no state cookie
     assert_refused(hub, other, post_form(other, form), "lti-frank", "OAuth state missing from cookies")
+
+
+def test_on_https_the_state_and_nonce_cookies_come_back_with_the_lmss_cross_site_post(lms):
+    """The launch's POST comes from the LMS's site: its cookies must be SameSite=None (with Secure) on
+    https; on http (no Secure possible) they stay as ltiauthenticator sets them. X-Scheme is how a TLS
+    proxy in front of the hub says the browser's scheme."""
+    platform, hub = lms
+    args = {"iss": platform.issuer, "login_hint": "lti-gina", "target_link_uri": f"{hub.url}hub/",
+            "client_id": lms_hub.CLIENT_ID, "lti_message_hint": "x"}
+    for scheme in ("https", "http"):
+        answer = requests.get(f"{hub.url}hub/lti13/oauth_login", params=args, headers={"X-Scheme": scheme},
+                              allow_redirects=False, timeout=30)
+        assert answer.status_code == 302
+        cookies = [c for c in answer.raw.headers.getlist("Set-Cookie") if c.startswith("lti13authenticator")]
+        assert len(cookies) == 2, cookies
+        for cookie in cookies:
+            assert (("SameSite=None" in cookie and "Secure" in cookie) if scheme == "https"
+                    else "SameSite=None" not in cookie), (scheme, cookie)
