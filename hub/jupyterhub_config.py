@@ -70,6 +70,17 @@ if EXCHANGE_USER == "root":
     EXCHANGE_USER = ""
 EXCHANGE_DIR = os.environ.get("COURSE_EXCHANGE_DIR") or (service_home(EXCHANGE_USER) / "storage" if EXCHANGE_USER
                                                          else STATE / "exchange")
+if os.environ.get("COURSE_HUB_LTI") and not os.environ.get("COURSE_LTI_JWKS"):
+    # the tool's public keys, served by the exchange for the LMS: beside the key the LTI settings name
+    from course_exchange.ags.tool_key import jwks_path
+    from course_exchange.lti_settings import SettingsError, load as load_lti
+
+    try:
+        _key = load_lti(os.environ["COURSE_HUB_LTI"]).private_key
+    except SettingsError as exc:
+        raise SystemExit(f"jupyterhub_config: {exc}") from None
+    if _key is not None:
+        os.environ["COURSE_LTI_JWKS"] = str(jwks_path(_key))
 configure(c, port=EXCHANGE_PORT, storage=Path(EXCHANGE_DIR), user=EXCHANGE_USER or None)
 
 # ---- 3. spawner and authenticator (the hub's: hub/spawner_config.py, docs/hub-admins.md) -------------

@@ -69,10 +69,10 @@ def keys():
 @pytest.fixture(scope="module")
 def lms_and_hub(keys, tmp_path_factory):
     """The platform and a hub logging in by LTI, whose exchange serves the tool's JWKS (the platform's
-    token endpoint fetches it through the hub's proxy); the class's students launch the course once."""
+    token endpoint fetches it through the hub's proxy); the class's students launch the course once.
+    The hub finds the keyset beside the key the settings name: no COURSE_LTI_JWKS is given."""
     folder = tmp_path_factory.mktemp("lti-hub")
-    with lms_hub.platform_and_hub(folder, env={"COURSE_LTI_JWKS": f"{keys[0]}.jwks.json"},
-                                  settings_extra=f'[tool]\nprivate_key = "{keys[0]}"\n') as (lms, hub):
+    with lms_hub.platform_and_hub(folder, settings_extra=f'[tool]\nprivate_key = "{keys[0]}"\n') as (lms, hub):
         # the same registration as lms_hub's, with the exchange's JWKS URL as the tool's
         lms.register_tool(client_id=lms_hub.CLIENT_ID, deployment_id=lms_hub.DEPLOYMENT_ID,
                           login_url=f"{hub.url}hub/lti13/oauth_login",
