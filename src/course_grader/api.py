@@ -9,7 +9,7 @@ A caller never imports another ``course_grader`` module.
   same words ``course submit`` prints), and its warnings. Safe to call on hostile bytes in a service.
 * :func:`handin_name` — the file name ``course grade`` reads as one student's hand-in of one exercise.
 * :data:`STUDENT_ID_RULE`, :func:`student_id_problem` — what a student id may be, and why one is not.
-* :func:`hand_back_folders` — the per-student folders a ``course grade --hand-back`` wrote.
+* :func:`hand_back_folders` — the per-student folders a ``course grade hand-back`` wrote.
 * :data:`COLLECT_RECORD` — the name of the record ``course collect`` writes beside the hand-ins (known to
   ``course grade``, which reports every other file it does not grade).
 """
@@ -126,7 +126,7 @@ def _exercise(name: str, known) -> ExerciseInfo:
 
 
 def hand_back_folders(to: Path) -> dict[str, Path]:
-    """``{student: folder}`` of a hand-back folder written by ``course grade --hand-back OUT --to DIR``
+    """``{student: folder}`` of a hand-back folder written by ``course grade hand-back OUT --to DIR``
     (each folder holds ``index.html`` and one page an exercise). Raises :class:`HandinError` when ``to``
     is not one."""
     to = Path(to)

@@ -8,7 +8,7 @@
   course release [--check]    regenerate exercises/ from solutions/
   course publish DEST         the student edition: a git repository without solutions or hidden tests
   course seal [--check]       close solutions/, tests/, build/ and .git of a shared checkout to all but their owner
-  course grade DIR [...]      grade a folder of student submissions
+  course grade SUB [...]      grade a folder of hand-ins, import reviews, hand back (course grade --help)
   course check FILE           a student's notebook: what the grader will say, public tests included
   course submit FILE --student ID   write the hand-in file handin/ID__exNN_slug.ipynb the grader expects
   course submit FILE                on the class's hub: hand in through its exchange (docs/exchange.md)

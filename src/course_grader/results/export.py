@@ -2,7 +2,7 @@
 
 ``grades.csv``: one row per student and exercise (the attempt that counts).
 ``review.csv``: one row per free-text answer, for the instructor to fill in
-``score`` and ``comment``; ``course grade --import-review review.csv`` reads it
+``score`` and ``comment``; ``course grade import-review review.csv`` reads it
 back. The ``attempt`` column ties a row to the attempt it was exported from, so
 a score is never applied to a different (resubmitted) answer.
 

@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS clearances (
 SCHEMA_VERSION = 2
 # version -> the statements that bring a gradebook of the version before it up to it, applied in order
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    2: (TABLES["review_kept"],),   # kept review scores of a superseded attempt (course grade --import-review)
+    2: (TABLES["review_kept"],),   # kept review scores of a superseded attempt (course grade import-review)
 }
 
 

@@ -238,7 +238,7 @@ with GradingHost(hide=[]) as host:
 
 
 def test_concurrent_runs_from_worker_threads(host):
-    """``course grade --jobs N`` opens kernels and measurements from several threads at once."""
+    """``course grade run --jobs N`` opens kernels and measurements from several threads at once."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(n: int):
