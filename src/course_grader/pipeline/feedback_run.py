@@ -60,10 +60,10 @@ def feedback_run(host, checked: Checked) -> FeedbackRun:
                     first = error.splitlines()[0][:NOTE_CHARS] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")
                 elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
-                    what = FaultKind(result.fault or IMPLIED_FAULT[status]).wording
+                    kind = FaultKind(result.fault or IMPLIED_FAULT[status])
                     error = (result.error or "").strip()
-                    notes.append(f"{cell.label} {what}" + (f": {error.splitlines()[0][:NOTE_CHARS]}" if error else ""))
-                    stopped = f"{cell.label} {what}"
+                    notes.append(kind.sentence(error.splitlines()[0] if error else "", who=cell.label))
+                    stopped = kind.sentence(who=cell.label)
     except SandboxFault as fault:
         notes.append(f"the feedback run could not be completed ({fault.kind}: {fault.detail[:200]}); "
                      "it never affects your score")

@@ -64,8 +64,7 @@ def run_test(source: str, test_id: str, namespace: dict, student: RemoteNamespac
         kind = FaultKind(fault.kind)
         if not kind.student_fault:
             raise
-        return TestVerdict(test_id, False, f"your code {kind.wording}: "
-                                           f"{str(fault.detail)[:300]}")
+        return TestVerdict(test_id, False, kind.sentence(fault.detail))
     except AssertionError as exc:
         return TestVerdict(test_id, False, _message(exc)[:MAX_MESSAGE])
     except (RecursionError, MemoryError) as exc:
