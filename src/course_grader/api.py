@@ -22,16 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
+from course_grader.errors import HandinError
 from course_grader.intake.discover import COLLECT_RECORD, STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
 from course_grader.intake.load import MAX_FILE_BYTES
 from course_grader.results.handback import MARKER
 
 __all__ = ["COLLECT_RECORD", "ExerciseInfo", "HandinCheck", "HandinError", "STUDENT_ID_RULE", "check_handin",
            "exercises", "hand_back_folders", "handin_name", "student_id_problem"]
-
-
-class HandinError(ValueError):
-    """A usage problem with a hand-in request (no such exercise, a bad name or id); its text says which."""
 
 
 @dataclass(frozen=True)

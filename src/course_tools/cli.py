@@ -143,7 +143,8 @@ def cmd_run(args) -> int:
     summary.append(("lessons executed", f"{ok}/{len(lessons)} ok, {took(t)}", "build/executed/"))
     failed = ok != len(lessons)
 
-    from course_grader.exercise.release import ChangedByHand, release_all
+    from course_grader.errors import ChangedByHand
+    from course_grader.exercise.release import release_all
     from course_grader.samples.demo import grade_demo
 
     t = step(2, "regenerating exercises/ from solutions/")

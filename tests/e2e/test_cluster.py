@@ -29,13 +29,12 @@ import psutil
 import pytest
 
 from course_grader import grader_key
-from course_grader.errors import GraderError
+from course_grader.errors import GraderError, SandboxFault, WorkerSetupError
 from course_grader.pipeline.cluster import DaskExecutor
-from course_grader.pipeline.cluster.worker import RunSpec, WorkerSetupError, _host_for, grading_now, runtime
+from course_grader.pipeline.cluster.worker import RunSpec, _host_for, grading_now, runtime
 from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.samples.expectations import check_expectations
-from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
 from course_grader.verdict.context import TestVerdict
 

@@ -41,7 +41,7 @@ def feedback_run(host, checked: Checked) -> FeedbackRun:
     records, notes = run.cells, run.notes
     if not checked.run_cells:
         return run
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
 
     try:
         with host.notebook_kernel() as kernel:

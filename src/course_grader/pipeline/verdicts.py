@@ -65,7 +65,7 @@ def collect(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache
     except Exception as exc:  # noqa: BLE001 - missing or broken verdict code is the grader's fault
         raise GraderError(f"{ex.id} has no usable verdict code: {type(exc).__name__}: {str(exc)[:300]}") from exc
     measurer = Measurer(host, harness, cache)
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
     from course_grader.verdict.context import AnswerError, GradeContext
 
     context = GradeContext(ex, dict(checked.cells), measurer)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from course_grader.errors import SandboxFault
 from course_grader.sandbox.limits import Limits
-from course_grader.sandbox.run import CellResult, Run, RunHost, SandboxFault
+from course_grader.sandbox.run import CellResult, Run, RunHost
 from course_grader.status import CellStatus, FaultKind
 from course_grader.wire.protocol import CellReply, RunCell, RunMode
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from course_grader.errors import ProtocolError, SandboxFault
 from course_grader.sandbox.cgroups import CgroupPlan, RunCgroup
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.policy import weakened
@@ -29,28 +30,12 @@ from course_grader.sandbox.treewatch import NPROC_MARGIN
 from course_grader.sandbox.uids import UidLease
 from course_grader.status import CellStatus, Confinement, FaultKind
 from course_grader.wire import protocol
-from course_grader.wire.protocol import Exited, ProtocolError, Ready, RunMode, Spawn, Started, Stop, TasksRefused
+from course_grader.wire.protocol import Exited, Ready, RunMode, Spawn, Started, Stop, TasksRefused
 
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
 POLL_S = 0.1
 LATE_REPLY_S = 2.0           # after a run ended, how long its last reply may still take to be read
-
-
-class SandboxFault(Exception):
-    """A run produced no answer. ``kind.student_fault`` says whose fault; ``detail`` is for the student.
-
-    For a student kind, ``detail`` adds to ``kind.wording`` (what "your code" did, the sentence every
-    message starts from) only what it does not say: the limit's figure and where, e.g. wording
-    "used up its CPU time", detail "10 s of CPU in cell ex01-a". It names its unit, since a cell's
-    record shows it on its own."""
-
-    def __init__(self, kind: FaultKind, detail: str):
-        super().__init__(detail)
-        self.kind, self.detail = kind, detail
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 @dataclass

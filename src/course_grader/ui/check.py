@@ -50,7 +50,7 @@ def student_exercises(solutions: Path = SOLUTIONS) -> tuple[dict[str, Exercise],
     exercises and their release record, which hold the public tests and the hidden tests' ids and
     points, never their code. ``note`` says which, for one line of output. Raises ``UsageError``."""
     from compile_course.paths import EXERCISES
-    from course_grader.exercise.model import ExerciseFormatError
+    from course_grader.errors import ExerciseFormatError
     from course_grader.exercise.release_record import released_exercises
 
     solutions = Path(solutions)

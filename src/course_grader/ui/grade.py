@@ -258,7 +258,8 @@ def import_review(args) -> int:
     """Import the scores and comments of a filled-in review sheet (OUT/review.csv) into the gradebook, then
     re-render OUT's pages and CSV files. A sheet that cannot be read changes nothing; a row that cannot be
     applied is named and left out."""
-    from course_grader.results.export import SheetError, import_into
+    from course_grader.errors import SheetError
+    from course_grader.results.export import import_into
     from course_grader.results.gradebook import Gradebook
 
     if (gradebook := gradebook_of(args, args.out)) is None:
@@ -320,8 +321,8 @@ def hand_back(args) -> int:
     """Write one folder per student with only their own pages (DIR/STUDENT/, readable once copied to them) and,
     in OUT/lms/, grades.csv (one row per student, with total), canvas.csv and moodle.csv gradebook imports
     (docs/grading.md)."""
+    from course_grader.errors import HandBackError
     from course_grader.results.gradebook import Gradebook
-    from course_grader.results.handback import HandBackError
     from course_grader.results.handback import hand_back as write_hand_back
 
     if (gradebook := gradebook_of(args, args.out)) is None:

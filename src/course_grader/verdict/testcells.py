@@ -46,7 +46,7 @@ def _message(exc: BaseException) -> str:
 
 def run_test(source: str, test_id: str, namespace: dict, student: RemoteNamespace,
              reference: RemoteNamespace) -> TestVerdict:
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
 
     said: list[str] = []
     student.test_source = reference.test_source = source

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from course_grader.sandbox import SandboxFault, taskgate
+from course_grader.errors import SandboxFault
+from course_grader.sandbox import taskgate
 from course_grader.sandbox.run import Run
 from course_grader.status import CellStatus, FaultKind
 
