@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from course_grader.intake.cells import Checked
-from course_grader.results.gradebook import CellRecord
+from course_grader.results.attempt import CellRecord
 from course_grader.status import CellRole, CellStatus, FaultKind
 
 CELL_OUTPUT_CHARS = 20_000

@@ -30,9 +30,10 @@ from course_grader.pipeline import cache_store
 from course_grader.pipeline.schedule import LocalExecutor, RunSetup, grade_jobs
 from course_grader.pipeline.session import instructor_paths
 from course_grader.pipeline.submission import Job, Timing, exercise_id, load_submission, read_exercises, rejected
+from course_grader.results.attempt import Attempt, attempt_key
 from course_grader.results.export import export_grades, export_review
 from course_grader.results.feedback import render_all
-from course_grader.results.gradebook import Attempt, Gradebook, attempt_key
+from course_grader.results.gradebook import Gradebook
 from course_grader.results.private import private_dir, seal_tree
 from course_grader.results.shown import printable
 

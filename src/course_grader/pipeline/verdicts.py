@@ -17,7 +17,7 @@ from course_grader.errors import GraderError
 from course_grader.exercise.model import Exercise
 from course_grader.intake.cells import Checked
 from course_grader.pipeline.replies import Measurer, MeasuringFault, ReplyCache
-from course_grader.results.gradebook import TestResult
+from course_grader.results.attempt import TestResult
 from course_grader.status import FaultKind, TestStatus
 
 MESSAGE_CHARS = 4000

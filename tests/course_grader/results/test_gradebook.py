@@ -13,7 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_grader.results.gradebook import Attempt, Gradebook, TestResult
+from course_grader.results.attempt import Attempt, TestResult
+from course_grader.results.gradebook import Gradebook
 from course_grader.status import AttemptStatus, TestStatus
 from course_grader.ui.grade import main as grade_main
 
