@@ -30,7 +30,8 @@ from urllib.parse import urlparse
 
 from course_grader import api
 
-from .client import Exchange, ExchangeError
+from .client import Exchange
+from .errors import ExchangeError
 
 COLLECT_MANIFEST = api.COLLECT_RECORD   # a name `course grade run DIR` knows, so it reports no problem for it
 
