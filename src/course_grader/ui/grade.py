@@ -79,15 +79,15 @@ def results_options(p: argparse.ArgumentParser, out_required: bool) -> None:
     p.add_argument("--gradebook", type=Path, metavar="PATH", help="SQLite gradebook (default: OUT/gradebook.sqlite)")
 
 
-def gradebook_of(args, out: Path) -> Path | None:
+def gradebook_of(args, out: Path, give: str = "--out / --gradebook") -> Path | None:
     """The gradebook the command works on (``GradeOptions``' default unless ``--gradebook``), or None with the
-    usage error said when there is none yet."""
+    usage error said when there is none yet (``give``: the options that would name another)."""
     from course_grader.config import GradeOptions
 
     gradebook = GradeOptions(gradebook=args.gradebook).gradebook_in(out)
     if gradebook.is_file():
         return gradebook
-    fail(f"no gradebook at {gradebook} (grade first, or give --out / --gradebook)")
+    fail(f"no gradebook at {gradebook} (grade first, or give {give})")
     return None
 
 
@@ -111,7 +111,8 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
                    help="STUDENT/exNN_slug.ipynb or STUDENT__exNN_slug.ipynb files")
     p.add_argument("--exercise", help="grade only this exercise: its id (ex02) or its name (ex02_diagnose)")
     p.add_argument("--jobs", type=_at_least_one, metavar="N",
-                   help="submissions graded at once (default: one a core this process may use; config.py says why)")
+                   help="submissions graded at once (default: one a core this process may use, no more than "
+                        "memory holds at each run's memory limit; docs/grading.md)")
     results_options(p, out_required=False)
     p.add_argument("--solutions", type=Path, default=SOLUTIONS, help="the instructor's source notebooks")
     p.add_argument("--cpu-per-cell", type=_at_least_one, metavar="S",
@@ -325,7 +326,7 @@ def hand_back(args) -> int:
     from course_grader.results.gradebook import Gradebook
     from course_grader.results.handback import hand_back as write_hand_back
 
-    if (gradebook := gradebook_of(args, args.out)) is None:
+    if (gradebook := gradebook_of(args, args.out, give="another OUT or --gradebook")) is None:
         return 2
     to = args.to or args.out.with_name(f"{args.out.resolve().name}-hand-back")
     try:
