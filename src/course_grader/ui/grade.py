@@ -166,7 +166,7 @@ def _nothing_to_grade(folder: Path, exercise: str | None) -> str:
     return ""
 
 
-def _given(args) -> dict:
+def given_options(args) -> dict:
     """The ``GradeOptions`` fields the command line set; the rest keep their declared defaults."""
     given = {"solutions": args.solutions, "exercise": args.exercise, "progress": not args.no_progress,
              "unconfined": args.unconfined, "gradebook": args.gradebook, "jobs": args.jobs}
@@ -205,7 +205,7 @@ def run(args) -> int:
                 from course_grader.pipeline.cluster import DaskExecutor, local_cluster
 
                 executor = DaskExecutor(args.scheduler or stack.enter_context(local_cluster(args.cluster)))
-            report = grade_class(args.submissions, out, GradeOptions(executor=executor, **_given(args)))
+            report = grade_class(args.submissions, out, GradeOptions(executor=executor, **given_options(args)))
     except UsageError as exc:
         return fail(str(exc))
     except GraderError as exc:
