@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 (subset / f.name).write_bytes(f.read_bytes())
             out = Path(tmp) / "graded"
             t = time.perf_counter()
-            g = subprocess.run([course_cmd, "grade", str(subset), "--out", str(out), "--no-progress"],
+            g = subprocess.run([course_cmd, "grade", "run", str(subset), "--out", str(out), "--no-progress"],
                                capture_output=True, text=True)
             grade_s = time.perf_counter() - t
             rows = (out / "grades.csv").read_text().splitlines()[1:] if (out / "grades.csv").exists() else []

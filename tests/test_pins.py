@@ -265,7 +265,7 @@ def test_a_changed_lock_an_old_answer_or_a_failure_makes_pip_run_again(tmp_path,
     import os
 
     import course_tools.lock_check
-    from course_tools.lock import ResolveError
+    from course_tools.errors import ResolveError
     from course_tools.lock_check import MAX_AGE_DAYS, resolve_each
 
     monkeypatch.setattr(course_tools.lock_check, "pip_facts", lambda python: "pip 26.3")

@@ -9,9 +9,9 @@ Students:
 Instructors (members of the hub group course-C-instructors):
   course deadlines COURSE [exNN=TIME ...]  show or set deadlines (ISO 8601 with a zone; exNN=none removes)
   course collect COURSE --to DIR           the hand-ins that count, as STUDENT__exNN_slug.ipynb files that
-                                           `course grade DIR` reads as they are
+                                           `course grade run DIR` reads as they are
   course return COURSE HANDBACK_DIR [--grades CSV]
-                                           each student's folder of `course grade --hand-back OUT --to
+                                           each student's folder of `course grade hand-back OUT --to
                                            HANDBACK_DIR` and their score (OUT/lms/grades.csv) to the exchange
 """
 
@@ -30,9 +30,10 @@ from urllib.parse import urlparse
 
 from course_grader import api
 
-from .client import Exchange, ExchangeError
+from .client import Exchange
+from .errors import ExchangeError
 
-COLLECT_MANIFEST = api.COLLECT_RECORD   # a name `course grade DIR` knows, so it reports no problem for it
+COLLECT_MANIFEST = api.COLLECT_RECORD   # a name `course grade run DIR` knows, so it reports no problem for it
 
 
 def _parser(prog: str, help_text: str) -> argparse.ArgumentParser:
@@ -183,7 +184,7 @@ def deadlines_main(argv: list[str] | None = None) -> int:
 
 
 def collect_main(argv: list[str] | None = None) -> int:
-    p = _parser("collect", "Fetch the hand-ins that count into a folder `course grade DIR` reads as it is.")
+    p = _parser("collect", "Fetch the hand-ins that count into a folder `course grade run DIR` reads as it is.")
     p.add_argument("course")
     p.add_argument("--to", type=Path, required=True, metavar="DIR")
     args = p.parse_args(argv)
@@ -231,7 +232,7 @@ def _scores(grades: Path) -> dict[str, dict]:
 def return_main(argv: list[str] | None = None) -> int:
     p = _parser("return", "Return each student's own feedback pages and score through the exchange.")
     p.add_argument("course")
-    p.add_argument("handback", type=Path, metavar="HANDBACK_DIR", help="the --to folder of course grade --hand-back")
+    p.add_argument("handback", type=Path, metavar="HANDBACK_DIR", help="the --to folder of course grade hand-back")
     p.add_argument("--grades", type=Path, help="grades.csv of that hand-back (default: OUT/lms/grades.csv when "
                                                "HANDBACK_DIR is OUT-hand-back)")
     args = p.parse_args(argv)
@@ -242,7 +243,7 @@ def return_main(argv: list[str] | None = None) -> int:
         folders = api.hand_back_folders(args.handback)
         if grades is None or not grades.is_file():
             raise ExchangeError(f"no grades file {grades or ''}: give --grades OUT/lms/grades.csv (written by the "
-                                "same course grade --hand-back)")
+                                "same course grade hand-back)")
         scores = _scores(grades)
         ex = Exchange.from_env()
         returned = 0

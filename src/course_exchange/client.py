@@ -16,15 +16,9 @@ from urllib.parse import quote
 
 import requests
 
+from .errors import ExchangeError
+
 TIMEOUT_S = 120.0      # a hand-in is checked by the grader's static steps: seconds on a busy machine
-
-
-class ExchangeError(Exception):
-    """The exchange refused, or could not be reached; ``str()`` says why in the service's words."""
-
-    def __init__(self, message: str, status: int = 0):
-        super().__init__(message)
-        self.status = status
 
 
 def in_hub_session() -> bool:

@@ -9,7 +9,7 @@ A caller never imports another ``course_grader`` module.
   same words ``course submit`` prints), and its warnings. Safe to call on hostile bytes in a service.
 * :func:`handin_name` — the file name ``course grade`` reads as one student's hand-in of one exercise.
 * :data:`STUDENT_ID_RULE`, :func:`student_id_problem` — what a student id may be, and why one is not.
-* :func:`hand_back_folders` — the per-student folders a ``course grade --hand-back`` wrote.
+* :func:`hand_back_folders` — the per-student folders a ``course grade hand-back`` wrote.
 * :class:`LmsScores` — a graded results folder's final scores, and the record of those sent to an LMS
   (``course grade post-scores``): :class:`FinalScore` each, withheld ones with the reason, :class:`Post`.
 * :func:`console` — a rich console as wide as the terminal, never folded at 80 columns in a log.
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compile_course.paths import SOLUTIONS
+from course_grader.errors import HandinError
 from course_grader.intake.discover import COLLECT_RECORD, STUDENT_ID, STUDENT_ID_RULE, attribute, student_id_problem
 from course_grader.intake.load import MAX_FILE_BYTES
 from course_grader.results.final_scores import FinalScore
@@ -35,10 +36,6 @@ from course_grader.ui.terminal import console
 __all__ = ["COLLECT_RECORD", "ExerciseInfo", "FinalScore", "HandinCheck", "HandinError", "LmsScores", "Post",
            "STUDENT_ID_RULE", "check_handin", "console", "exercises", "hand_back_folders", "handin_name",
            "student_id_problem"]
-
-
-class HandinError(ValueError):
-    """A usage problem with a hand-in request (no such exercise, a bad name or id); its text says which."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +130,7 @@ def _exercise(name: str, known) -> ExerciseInfo:
 
 
 def hand_back_folders(to: Path) -> dict[str, Path]:
-    """``{student: folder}`` of a hand-back folder written by ``course grade --hand-back OUT --to DIR``
+    """``{student: folder}`` of a hand-back folder written by ``course grade hand-back OUT --to DIR``
     (each folder holds ``index.html`` and one page an exercise). Raises :class:`HandinError` when ``to``
     is not one."""
     to = Path(to)

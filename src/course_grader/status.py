@@ -51,13 +51,16 @@ class WordedEnum(StrEnum):
         return member
 
 
+FAULT_DETAIL_CHARS = 300   # of a fault's detail, as quoted in a reason or a note
+
+
 class FaultKind(WordedEnum):
     """Why a sandboxed run did not produce an answer (``SandboxFault.kind``).
 
     Every kind except ``GRADER`` is the student's code using up a limit or
     ending its own process; ``GRADER`` is the grader failing, which must never
     cost the student a point. Each kind carries its one wording (``wording``):
-    what "your code" did, the sentence every message about the fault is built from.
+    what "your code" did, from which :meth:`sentence` builds every message about the fault.
     """
 
     CPU_TIME = "cpu-time", "used up its CPU time"
@@ -75,6 +78,20 @@ class FaultKind(WordedEnum):
     @property
     def student_fault(self) -> bool:
         return self is not FaultKind.GRADER
+
+    def sentence(self, detail: object = "", *, who: str = "your code", during: str = "",
+                 confirmed: bool = False) -> str:
+        """The one sentence about a fault of this kind, which every message about it is: ``who`` did
+        ``wording``, ``during`` what, the ``detail`` (the limit's figure and where, at most
+        ``FAULT_DETAIL_CHARS``), and whether a second run alone ``confirmed`` it. A grader fault is said
+        as the grader's, never the student's. ``CPU_TIME.sentence("1 s of CPU in cell ex01-rewrite")`` is
+        "your code used up its CPU time: 1 s of CPU in cell ex01-rewrite"."""
+        detail = str(detail or "")[:FAULT_DETAIL_CHARS]
+        during = f" while {during}" if during else ""
+        if self is FaultKind.GRADER:
+            return f"the grader failed{during}{f' ({detail})' if detail else ''}; this is not your fault"
+        return (f"{who} {self.wording}{during}{f': {detail}' if detail else ''}"
+                f"{' (confirmed by a second run, alone)' if confirmed else ''}")
 
 
 class CellRole(StrEnum):

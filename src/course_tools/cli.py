@@ -8,7 +8,7 @@
   course release [--check]    regenerate exercises/ from solutions/
   course publish DEST         the student edition: a git repository without solutions or hidden tests
   course seal [--check]       close solutions/, tests/, build/ and .git of a shared checkout to all but their owner
-  course grade DIR [...]      grade a folder of student submissions
+  course grade SUB [...]      grade a folder of hand-ins, import reviews, hand back (course grade --help)
   course grade post-scores OUT [--dry-run]    a graded class's final scores to the LMS (LTI AGS)
   course lti-key PATH         make the LTI tool's private key (0600) and its public JWKS beside it
   course check FILE           a student's notebook: what the grader will say, public tests included
@@ -145,7 +145,8 @@ def cmd_run(args) -> int:
     summary.append(("lessons executed", f"{ok}/{len(lessons)} ok, {took(t)}", "build/executed/"))
     failed = ok != len(lessons)
 
-    from course_grader.exercise.release import ChangedByHand, release_all
+    from course_grader.errors import ChangedByHand
+    from course_grader.exercise.release import release_all
     from course_grader.samples.demo import grade_demo
 
     t = step(2, "regenerating exercises/ from solutions/")

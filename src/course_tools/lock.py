@@ -39,6 +39,7 @@ from pathlib import Path
 
 from compile_course.paths import REQUIREMENTS, ROOT
 
+from .errors import ResolveError
 from .interpreter import LOCK_TARGETS
 
 LOCK = ROOT / "requirements.lock"
@@ -125,14 +126,6 @@ def resolve_for(target: str, requirements: Path = REQUIREMENTS, constraints: Pat
         if done.returncode != 0:
             raise ResolveError(target, pip_said(done.stderr))
         return pins_of_report(json.loads(report.read_text()))
-
-
-class ResolveError(RuntimeError):
-    """pip found no versions of requirements.txt's packages (and the lock's) for one Python."""
-
-    def __init__(self, target: str, said: str):
-        super().__init__(f"pip cannot resolve requirements.txt for Python {target}:\n{said}")
-        self.target = target
 
 
 def resolve(requirements: Path = REQUIREMENTS, targets: tuple[str, ...] = LOCK_TARGETS,

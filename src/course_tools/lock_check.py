@@ -37,7 +37,8 @@ from pathlib import Path
 
 from compile_course.paths import REQUIREMENTS
 
-from .lock import LOCK, ResolveError, pins_of_report, pip_said, resolve_command
+from .errors import ResolveError
+from .lock import LOCK, pins_of_report, pip_said, resolve_command
 
 MAX_AGE_DAYS = 7
 CACHE_NAME = "lock-resolve"

@@ -187,8 +187,8 @@ def test_course_run_never_overwrites_answers_typed_into_exercises(monkeypatch, c
 # ---------------------------------------------------------------- output for logs as well as terminals
 
 @pytest.mark.parametrize("argv, prefix", [
-    (["grade", "subs", "--unconfine"], "--unconfine"),          # a prefix of the flag that weakens the sandbox
-    (["grade", "subs", "--exer", "ex01"], "--exer"),
+    (["grade", "run", "subs", "--unconfine"], "--unconfine"),          # a prefix of the flag that weakens the sandbox
+    (["grade", "run", "subs", "--exer", "ex01"], "--exer"),
     (["check", "x.ipynb", "--sol", "s"], "--sol"),
     (["submit", "x.ipynb", "--student", "ada", "--ou", "d"], "--ou"),
     (["release", "--che"], "--che"),

@@ -8,7 +8,7 @@ give it passage to this venv's Python, and run as that user:
 * the bundled samples, one of each kind (the demonstration class of ``make course``: correct,
   partial, unanswered, tampered, broken, an infinite loop, adversarial, honest but unusual), each
   checked against the verdict it gets as root (its ``expected.json``, which the root suite checks);
-* a one-worker Dask cluster grading through ``course grade --cluster local:1``.
+* a one-worker Dask cluster grading through ``course grade run --cluster local:1``.
 
 Each needs root (to create the user) and a kernel that allows user namespaces.
 """
@@ -106,7 +106,7 @@ def test_a_one_worker_dask_cluster_grades_as_an_ordinary_user(user, home):
         (subs / name).write_bytes(notebook_bytes(every[name][0]))
     for path in (subs, *subs.iterdir()):
         os.chown(path, user.pw_uid, user.pw_gid)
-    result = as_user(user, home, str(COURSE), "grade", str(subs), "--cluster", "local:1", "--no-progress",
+    result = as_user(user, home, str(COURSE), "grade", "run", str(subs), "--cluster", "local:1", "--no-progress",
                      "--out", str(home / "out"))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]

@@ -29,13 +29,12 @@ import psutil
 import pytest
 
 from course_grader import grader_key
-from course_grader.errors import GraderError
+from course_grader.errors import GraderError, SandboxFault, WorkerSetupError
 from course_grader.pipeline.cluster import DaskExecutor
-from course_grader.pipeline.cluster.worker import RunSpec, WorkerSetupError, _host_for, grading_now, runtime
+from course_grader.pipeline.cluster.worker import RunSpec, _host_for, grading_now, runtime
 from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
 from course_grader.samples.expectations import check_expectations
-from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
 from course_grader.verdict.context import TestVerdict
 
@@ -140,7 +139,7 @@ def recorded(gradebook: Path, mode: str = "ro") -> int:
 def test_a_killed_client_resumes_from_its_gradebook(tmp_path, cluster, local):
     address, _ = cluster
     subs, out = copy_class(tmp_path / "class"), tmp_path / "out"
-    cmd = [sys.executable, "-m", "course_tools.cli", "grade", str(subs), "--out", str(out),
+    cmd = [sys.executable, "-m", "course_tools.cli", "grade", "run", str(subs), "--out", str(out),
            "--scheduler", address, "--no-progress"]
     client_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + WAIT_S
@@ -164,7 +163,7 @@ def test_without_the_option_grading_never_imports_dask(tmp_path):
     for name in ("correct__ex06_check_understanding", "bad-empty__ex01_capture_boundary"):
         shutil.copy(SAMPLES / f"{name}.ipynb", subs)
     probe = ("import json, sys\nfrom course_grader.ui.grade import main\n"
-             f"rc = main([{str(subs)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
+             f"rc = main(['run', {str(subs)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
              "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed') "
              "or m.startswith('course_grader.pipeline.cluster'))]))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=WAIT_S)
@@ -273,8 +272,9 @@ def test_a_worker_that_cannot_confine_refuses_unless_unconfined(monkeypatch):
 def test_cluster_option_usage_errors_exit_2(tmp_path, argv, capsys):
     from course_grader.ui.grade import main
 
-    assert main([str(tmp_path), "--out", str(tmp_path / "out"), *argv]) == 2
-    assert "--cluster takes local:N" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", str(tmp_path), "--out", str(tmp_path / "out"), *argv])
+    assert stopped.value.code == 2 and "--cluster takes local:N" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stopped:      # one place to grade, not two
-        main([str(tmp_path), "--scheduler", "tcp://127.0.0.1:8786", "--cluster", "local:2"])
+        main(["run", str(tmp_path), "--scheduler", "tcp://127.0.0.1:8786", "--cluster", "local:2"])
     assert stopped.value.code == 2

@@ -11,7 +11,8 @@ import requests
 from hubtools import running_hub
 
 from conftest import SAMPLES
-from course_exchange.client import Exchange, ExchangeError
+from course_exchange.client import Exchange
+from course_exchange.errors import ExchangeError
 
 DATA = (SAMPLES / "correct__ex02_diagnose.ipynb").read_bytes()
 

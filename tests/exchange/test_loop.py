@@ -52,7 +52,7 @@ def test_hand_in_collect_grade_return_and_feedback(make_course, tmp_path):
     out = Path(step[4])
     graded = course.course(prof, *step, "--no-progress", check=True)
     assert "problem:" not in graded.stdout + graded.stderr          # the folder is the hand-ins, nothing else
-    course.course(prof, "grade", "--hand-back", out, check=True)
+    course.course(prof, "grade", "hand-back", out, check=True)
     handback = out.with_name(out.name + "-hand-back")
     r = course.course(prof, "return", course.id, handback, check=True)
     assert "returned feedback to 2 student(s)" in r.stdout

@@ -30,7 +30,7 @@ def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile")
     expected = make_class(folder / "class")
     assert set(expected) == set(EXPECTED)
-    result = subprocess.run([str(COURSE), "grade", str(folder / "class"), "--out", str(folder / "out"),
+    result = subprocess.run([str(COURSE), "grade", "run", str(folder / "class"), "--out", str(folder / "out"),
                              "--no-progress", "--jobs", "2"], capture_output=True, text=True,
                             timeout=GRADE_TIMEOUT_S)
     return result, Verdicts(folder / "out", result.stdout + result.stderr)

@@ -38,7 +38,7 @@ def graded():
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1"}
     result = subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i",
-                             *(f"{k}={v}" for k, v in env.items()), str(COURSE), "grade", str(home / "class"),
+                             *(f"{k}={v}" for k, v in env.items()), str(COURSE), "grade", "run", str(home / "class"),
                              "--out", str(home / "out"), "--no-progress", "--jobs", "2",
                              "--solutions", str(ROOT / "solutions")],
                             cwd=home, capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)

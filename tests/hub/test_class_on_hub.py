@@ -204,7 +204,7 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path, steps: Ste
             assert (prof.home / "collected" / f"{alice.name}__ex01_capture_boundary.ipynb").is_file()
             rc, out = teacher.run("course grade ~/collected --out ~/graded --no-progress")
             assert rc == 0 and "grader faults 0" in out, out
-            rc, out = teacher.run("course grade --hand-back ~/graded && "
+            rc, out = teacher.run("course grade hand-back ~/graded && "
                                   f"course return {COURSE_ID} ~/graded-hand-back")
             prof_page.screenshot(path=str(shots / "4-prof-terminal-return.png"))
             steps.done("4. prof logs in, collects, grades, returns")

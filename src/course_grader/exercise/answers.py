@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from course_grader.harness.allowlist.rules import AllowListError, parse_source
+from course_grader.errors import AllowListError
+from course_grader.harness.allowlist.rules import parse_source
 from course_grader.intake.cells import Checked, normalized
 from course_grader.verdict.context import AnswerError, GradeContext
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import nbformat
 
+from course_grader.errors import ExerciseFormatError
+
 BEGIN_CODE, END_CODE = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_MD, END_MD = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"
 ANSWER_REGION = re.compile(re.escape(BEGIN_MD) + r"(.*?)" + re.escape(END_MD), re.DOTALL)
@@ -76,10 +78,6 @@ def shown_name(source: str) -> str:
 
 
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-
-
-class ExerciseFormatError(ValueError):
-    """The solution notebook breaks the format contract (docs/exercise-format.md)."""
 
 
 class CellKind(StrEnum):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compile_course.paths import ROOT
+from course_grader.errors import PublishError
 
 EDITION_MARK = ".course-edition.json"   # at DEST's root: marks a repository course publish made
 BRANCH = "main"
@@ -88,10 +89,6 @@ __pycache__/
 .ipynb_checkpoints/
 *.pyc
 """
-
-
-class PublishError(RuntimeError):
-    """The edition cannot be published as asked; nothing was changed (exit 2)."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ from pathlib import Path
 import nbformat
 
 from compile_course.paths import EXERCISES, SOLUTIONS
+from course_grader.errors import ChangedByHand
 
 from .model import (
     ANSWER_PROMPT,
@@ -48,19 +49,6 @@ from .model import (
 
 ReleaseError = ExerciseFormatError   # the name release callers know
 MANIFEST = ".released.json"          # in exercises/: {file name: SHA-256 of the text the release wrote}
-
-
-class ChangedByHand(RuntimeError):
-    """A release would overwrite exercise files that were edited after the last release."""
-
-    def __init__(self, paths: list[Path]):
-        self.paths = paths
-        names = ", ".join(str(p) for p in paths)
-        super().__init__(
-            f"not released: {names} changed since the last release (answers or outputs typed into the "
-            "course's own copy?), and a release would overwrite it. Nothing was written. Work in your "
-            "workspace instead: `course workspace` (or `make lab`) copies the exercises to work/exercises/; copy "
-            f"your answers there first. To discard the changes: course release --force")
 
 
 def stub_code(source: str, cell_id: str) -> str:

@@ -27,9 +27,10 @@ from pathlib import Path
 
 import nbformat
 
+from course_grader.errors import ExerciseFormatError
 from course_grader.intake.cells import cell_digest
 
-from .model import Cell, CellKind, Exercise, ExerciseFormatError, without_lock_note
+from .model import Cell, CellKind, Exercise, without_lock_note
 
 RECORD = ".release-record.json"
 SCHEMA = 1

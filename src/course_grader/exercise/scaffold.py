@@ -15,7 +15,9 @@ from pathlib import Path
 
 import nbformat
 
-from .model import Exercise, ExerciseFormatError
+from course_grader.errors import ExerciseFormatError
+
+from .model import Exercise
 
 SETUP = '''from compile_course import start; start()
 

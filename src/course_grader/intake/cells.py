@@ -14,7 +14,7 @@ the static scan's (:mod:`course_grader.intake.scan`), whose findings :func:`chec
 adds to its own.
 
 Findings are flags (the attempt scores 0 until an instructor clears the flag,
-``course grade --clear-flag``) or notices (shown, no effect on the score).
+``course grade clear-flag``) or notices (shown, no effect on the score).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from course_grader.intake.cells import Checked
-from course_grader.results.gradebook import CellRecord
+from course_grader.results.attempt import CellRecord
 from course_grader.status import CellRole, CellStatus, FaultKind
 
 CELL_OUTPUT_CHARS = 20_000
@@ -41,7 +41,7 @@ def feedback_run(host, checked: Checked) -> FeedbackRun:
     records, notes = run.cells, run.notes
     if not checked.run_cells:
         return run
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
 
     try:
         with host.notebook_kernel() as kernel:
@@ -60,10 +60,10 @@ def feedback_run(host, checked: Checked) -> FeedbackRun:
                     first = error.splitlines()[0][:NOTE_CHARS] if error else "an error"
                     notes.append(f"{cell.label} raised {first}")
                 elif status in (CellStatus.TIMEOUT, CellStatus.DIED):
-                    what = FaultKind(result.fault or IMPLIED_FAULT[status]).wording
+                    kind = FaultKind(result.fault or IMPLIED_FAULT[status])
                     error = (result.error or "").strip()
-                    notes.append(f"{cell.label} {what}" + (f": {error.splitlines()[0][:NOTE_CHARS]}" if error else ""))
-                    stopped = f"{cell.label} {what}"
+                    notes.append(kind.sentence(error.splitlines()[0] if error else "", who=cell.label))
+                    stopped = kind.sentence(who=cell.label)
     except SandboxFault as fault:
         notes.append(f"the feedback run could not be completed ({fault.kind}: {fault.detail[:200]}); "
                      "it never affects your score")

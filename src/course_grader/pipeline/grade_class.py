@@ -30,10 +30,11 @@ from course_grader.pipeline import cache_store
 from course_grader.pipeline.schedule import LocalExecutor, RunSetup, grade_jobs
 from course_grader.pipeline.session import instructor_paths
 from course_grader.pipeline.submission import Job, Timing, exercise_id, load_submission, read_exercises, rejected
+from course_grader.results.attempt import Attempt, attempt_key
 from course_grader.results.export import export_grades, export_review
 from course_grader.results.feedback import render_all
-from course_grader.results.gradebook import Attempt, Gradebook, attempt_key
-from course_grader.results.private import grading_root, private_dir, seal_tree
+from course_grader.results.gradebook import Gradebook
+from course_grader.results.private import private_dir, seal_tree
 from course_grader.results.shown import printable
 
 
@@ -59,11 +60,6 @@ class ClassReport:
     @property
     def ok(self) -> bool:
         return not self.faults
-
-
-def default_out_dir(submissions_dir: Path) -> Path:
-    """``build/grading/<name of the folder>`` (or ``~/course-grading/<name>``: ``private.grading_root``)."""
-    return grading_root()[0] / Path(submissions_dir).resolve().name
 
 
 def own_files(out_dir: Path, gradebook: Path) -> tuple[Path, ...]:
@@ -145,8 +141,8 @@ def grade_class(submissions_dir: Path, out_dir: Path | None = None, options: Gra
     t0 = time.perf_counter()
     grader = grader_key()
     subs = Path(submissions_dir)
-    out_dir = Path(out_dir) if out_dir else default_out_dir(subs)
-    gradebook = Path(options.gradebook) if options.gradebook else out_dir / "gradebook.sqlite"
+    out_dir = Path(out_dir) if out_dir else options.results_for(subs)
+    gradebook = options.gradebook_in(out_dir)
     exercises = read_exercises(options.solutions)
     exercise = options.exercise
     if exercise is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
 
 
 class ReplyCache:
@@ -99,7 +99,7 @@ class Measurer:
         return self.sessions[kind].measure(self.harness, entry, payload)
 
     def __call__(self, entry: str, payload: dict) -> dict:
-        from course_grader.sandbox import SandboxFault
+        from course_grader.errors import SandboxFault
 
         start = time.perf_counter()
         key = ReplyCache.key(self.harness, entry, payload) if self.cache is not None else None

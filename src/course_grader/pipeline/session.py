@@ -32,7 +32,7 @@ from course_grader.pipeline.feedback_run import FeedbackRun, feedback_run
 from course_grader.pipeline.replies import ReplyCache
 from course_grader.pipeline.submission import Job, Outcome, Timing, match_cells
 from course_grader.pipeline.verdicts import collect, fault_reason, verdict_module
-from course_grader.results.gradebook import AnswerItem, Attempt
+from course_grader.results.attempt import AnswerItem, Attempt
 from course_grader.status import AttemptStatus, TestStatus
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_grader.errors import GraderError, UsageError
-from course_grader.exercise.model import Exercise, ExerciseFormatError, load_exercises
+from course_grader.errors import ExerciseFormatError, GraderError, UsageError
+from course_grader.exercise.model import Exercise, load_exercises
 from course_grader.intake.cells import Checked, check
 from course_grader.intake.discover import Candidate
 from course_grader.intake.load import MAX_FILE_BYTES, Loaded, read_submission
-from course_grader.results.gradebook import Attempt, attempt_key
+from course_grader.results.attempt import Attempt, attempt_key
 from course_grader.status import AttemptStatus
 
 

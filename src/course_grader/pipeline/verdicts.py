@@ -17,11 +17,10 @@ from course_grader.errors import GraderError
 from course_grader.exercise.model import Exercise
 from course_grader.intake.cells import Checked
 from course_grader.pipeline.replies import Measurer, MeasuringFault, ReplyCache
-from course_grader.results.gradebook import TestResult
+from course_grader.results.attempt import TestResult
 from course_grader.status import FaultKind, TestStatus
 
 MESSAGE_CHARS = 4000
-DETAIL_CHARS = 200
 
 
 @dataclass
@@ -66,7 +65,7 @@ def collect(ex: Exercise, checked: Checked, host, verdict_for, cache: ReplyCache
     except Exception as exc:  # noqa: BLE001 - missing or broken verdict code is the grader's fault
         raise GraderError(f"{ex.id} has no usable verdict code: {type(exc).__name__}: {str(exc)[:300]}") from exc
     measurer = Measurer(host, harness, cache)
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
     from course_grader.verdict.context import AnswerError, GradeContext
 
     context = GradeContext(ex, dict(checked.cells), measurer)
@@ -110,10 +109,7 @@ def fault_reason(faults: list[MeasuringFault], retried: bool) -> FaultReason:
     """Whose fault the faults of a submission's final run are, and the reason the student reads."""
     for f in faults:
         if FaultKind(f.fault.kind) is FaultKind.GRADER:
-            return FaultReason(True, f"the grader failed while measuring {f.entry} "
-                                     f"({f.fault.detail[:DETAIL_CHARS]}); this is not your fault")
+            return FaultReason(True, FaultKind.GRADER.sentence(f.fault.detail, during=f"measuring {f.entry}"))
     first = faults[0]
-    detail = first.fault.detail
-    return FaultReason(False, f"your code {FaultKind(first.fault.kind).wording} while the grader measured {first.entry}"
-                              f"{': ' + detail[:DETAIL_CHARS] if detail else ''}"
-                              f"{' (confirmed by a second run, alone)' if retried else ''}")
+    return FaultReason(False, FaultKind(first.fault.kind).sentence(
+        first.fault.detail, during=f"the grader measured {first.entry}", confirmed=retried))

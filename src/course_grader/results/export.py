@@ -2,7 +2,7 @@
 
 ``grades.csv``: one row per student and exercise (the attempt that counts).
 ``review.csv``: one row per free-text answer, for the instructor to fill in
-``score`` and ``comment``; ``course grade --import-review review.csv`` reads it
+``score`` and ``comment``; ``course grade import-review review.csv`` reads it
 back. The ``attempt`` column ties a row to the attempt it was exported from, so
 a score is never applied to a different (resubmitted) answer.
 
@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_grader.errors import SheetError
 from course_grader.status import AttemptStatus
 
 from .gradebook import Gradebook
@@ -98,10 +99,6 @@ def export_grades(book: Gradebook, path: Path, exercise: str | None = None, stud
 
 def export_review(book: Gradebook, path: Path, exercise: str | None = None, students: set[str] | None = None) -> Path:
     return write_csv(path, REVIEW_COLUMNS, _review_rows(book, exercise, students))
-
-
-class SheetError(ValueError):
-    """The review sheet as a whole cannot be read (encoding, header): nothing was imported or changed."""
 
 
 @dataclass

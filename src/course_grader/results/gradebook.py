@@ -14,21 +14,24 @@
   and the attempt is re-scored from the verdicts already stored.
 * The file carries its schema version (``PRAGMA user_version``); opening an older
   gradebook migrates it in one transaction (``MIGRATIONS``), a newer one is refused.
+
+What an attempt holds (``Attempt`` and its tests, answers and cells) is ``results.attempt``'s; this
+module stores it and reads it back.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from pathlib import Path
 
 from course_grader.errors import GradebookVersionError
 from course_grader.status import AttemptStatus, CellStatus, TestStatus
 
 from .posted import POSTS_TABLE
+from .attempt import Attempt
 from .private import private_dir, private_file
 
 # Every table, as a new gradebook gets it. A change here is a new SCHEMA_VERSION with its step in MIGRATIONS.
@@ -74,7 +77,7 @@ CREATE TABLE IF NOT EXISTS clearances (
 SCHEMA_VERSION = 3
 # version -> the statements that bring a gradebook of the version before it up to it, applied in order
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    2: (TABLES["review_kept"],),   # kept review scores of a superseded attempt (course grade --import-review)
+    2: (TABLES["review_kept"],),   # kept review scores of a superseded attempt (course grade import-review)
     3: (TABLES["lms_posts"],),     # scores sent to an LMS (course grade post-scores, results/posted.py)
 }
 
@@ -111,69 +114,6 @@ def storable_json(value) -> str:
 
 def _row(*values) -> tuple:
     return tuple(storable(v) for v in values)
-
-
-def attempt_key(student: str, exercise: str, submission_sha: str, source_sha: str, grader_version: str) -> str:
-    fields = [student, exercise, submission_sha, source_sha, grader_version]
-    return hashlib.sha256("|".join(fields).encode()).hexdigest()
-
-
-@dataclass
-class TestResult:
-    __test__ = False  # not a pytest class
-    test_id: str
-    hidden: bool
-    points: float
-    status: TestStatus
-    message: str = ""        # always "" for a hidden test
-
-    @property
-    def earned(self) -> float:
-        return self.points if self.status is TestStatus.PASSED else 0.0
-
-
-@dataclass
-class AnswerItem:
-    cell_id: str
-    question: str
-    answer: str
-    rubric: str
-    points_possible: float
-
-
-@dataclass
-class CellRecord:
-    label: str
-    status: CellStatus
-    output: str = ""
-    error: str = ""
-
-
-@dataclass
-class Attempt:
-    key: str
-    student: str
-    exercise: str            # "ex01" (or the unrecognised name's text, for a rejection)
-    exercise_name: str       # "ex01_capture_boundary" (or "" when no exercise matched)
-    title: str
-    path: str                # relative to the submissions folder
-    submission_sha: str
-    source_sha: str
-    status: AttemptStatus
-    reason: str = ""
-    auto_possible: float = 0.0
-    manual_possible: float = 0.0
-    tests: list[TestResult] = field(default_factory=list)
-    answers: list[AnswerItem] = field(default_factory=list)
-    cells: list[CellRecord] = field(default_factory=list)
-    flags: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def auto_score(self) -> float:
-        return sum(t.earned for t in self.tests)
 
 
 class Gradebook:
@@ -225,18 +165,16 @@ class Gradebook:
     def close(self) -> None:
         self.db.close()
 
+    @contextmanager
     def transaction(self):
-        db = self.db
-
-        class _Tx:
-            def __enter__(self):
-                db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, exc_type, *_):
-                db.execute("ROLLBACK" if exc_type else "COMMIT")
-                return False
-
-        return _Tx()
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``), rolled back by an exception."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     # ------------------------------------------------------------ writing
     def has(self, key: str) -> bool:

@@ -33,6 +33,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_grader.errors import HandBackError
 from course_grader.intake.discover import STUDENT_ID
 
 from .export import header_key, write_csv
@@ -43,10 +44,6 @@ from .private import private_dir
 MARKER = ".course-hand-back"
 SHARED_DIR, SHARED_FILE = 0o755, 0o644
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-
-
-class HandBackError(ValueError):
-    """The hand-back cannot be written where asked (a folder it did not make, a bad mapping file)."""
 
 
 @dataclass

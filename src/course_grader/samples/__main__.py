@@ -15,8 +15,9 @@ def main(argv=None) -> int:
     p.add_argument("--solutions", type=Path, default=ROOT / "solutions")
     p.add_argument("--out", type=Path, default=ROOT / "tests" / "samples" / "submissions")
     p.add_argument("--check", type=Path, metavar="GRADED",
-                   help="instead of writing samples: compare the gradebook of a `course grade --out GRADED` "
-                        "run over the samples in --out with their expected.json (exit 1 on any difference)")
+                   help="instead of writing samples: compare the gradebook of a `course grade run SAMPLES "
+                        "--out GRADED` run over the samples in --out with their expected.json (exit 1 on any "
+                        "difference)")
     p.add_argument("--exercise", help="with --check: only this exercise's samples (exNN)")
     args = p.parse_args(argv)
     if args.check is not None:

@@ -71,13 +71,14 @@ def _describe(want: dict) -> str:
     return text + (f", reason ~ {want['reason']!r}" if want.get("reason") else "")
 
 
-def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutions: Path = SOLUTIONS,
+def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int | None = None, solutions: Path = SOLUTIONS,
                progress: bool = True, **kwargs) -> tuple[str, bool]:
     """Write the :func:`representative` samples into ``out_dir/submissions`` (and the CPU-limit
     ones into ``out_dir/submissions-cpu-limit``), grade both with ``grade_class`` into ``out_dir``,
     one gradebook and one feedback index, and compare every verdict with its expectation.
     ``(one-line summary, the grader worked and every sample got its expected verdict)``.
-    ``kwargs`` go to both ``grade_class`` calls (tests pass a fake host)."""
+    ``kwargs`` go to both ``grade_class`` calls (tests pass a fake host); ``jobs`` not given: ``GradeOptions``'."""
+    from course_grader.config import GradeOptions
     from course_grader.errors import GraderError
     from course_grader.exercise.model import load_exercises
     from course_grader.pipeline.grade_class import grade_class
@@ -113,13 +114,14 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutio
         if not names:
             continue
         try:
-            reports.append(grade_class(subs, out_dir, solutions=solutions, jobs=jobs, progress=progress,
+            reports.append(grade_class(subs, out_dir, solutions=solutions, jobs=jobs or GradeOptions().jobs,
+                                       progress=progress,
                                        title="Bundled sample submissions: one of each kind", **options, **kwargs))
         except GraderError as exc:
             faults.append(f"{folder}: GRADER FAULT: {exc}")
 
     students = {name.split("__", 1)[0] for name in chosen}
-    gradebook = out_dir / "gradebook.sqlite"
+    gradebook = GradeOptions().gradebook_in(out_dir)
     problems = list(faults) + [f"grader fault: {f}" for r in reports for f in r.faults]
     if gradebook.exists():
         with Gradebook(gradebook) as book:

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from compile_course.paths import BUILD, ROOT, SOLUTIONS
+from course_grader.config import GradeOptions
 from course_grader.errors import GraderError
 from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
@@ -39,7 +40,7 @@ def check_expectations(book: Gradebook, expected: dict[str, dict]) -> list[str]:
     return problems
 
 
-def grade_samples(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solutions: Path = SOLUTIONS,
+def grade_samples(out_dir: Path = BUILD / "samples-grading", jobs: int | None = None, solutions: Path = SOLUTIONS,
                   progress: bool = True, **kwargs) -> tuple[str, bool]:
     """Regenerate the bundled samples from ``solutions`` into ``out_dir/submissions``, grade them with
     :func:`grade_class` into ``out_dir`` (never a class's folder), and compare with their expectations.
@@ -49,7 +50,7 @@ def grade_samples(out_dir: Path = BUILD / "samples-grading", jobs: int = 1, solu
     shutil.rmtree(subs, ignore_errors=True)
     expected = make_samples(Path(solutions), subs)
     try:
-        report = grade_class(subs, out_dir, solutions=solutions, jobs=jobs, progress=progress,
+        report = grade_class(subs, out_dir, solutions=solutions, jobs=jobs or GradeOptions().jobs, progress=progress,
                              title="Bundled sample submissions", **kwargs)
     except GraderError as exc:
         return f"sample submissions: GRADER FAULT: {exc}", False
@@ -72,9 +73,9 @@ def check_graded(samples: Path, graded: Path, exercise: str | None = None) -> in
     expected = json.loads((Path(samples) / "expected.json").read_text(encoding="utf-8"))
     if exercise:
         expected = {name: e for name, e in expected.items() if f"__{exercise}_" in name}
-    book_path = Path(graded) / "gradebook.sqlite"
+    book_path = GradeOptions().gradebook_in(graded)
     if not book_path.is_file():
-        print(f"no gradebook in {graded}: grade the samples first (course grade {samples} --out {graded})")
+        print(f"no gradebook in {graded}: grade the samples first (course grade run {samples} --out {graded})")
         return 2
     problems = check_expectations(Gradebook(book_path), expected)
     for line in problems:

@@ -9,10 +9,10 @@ is hidden, how runs are confined), ``run.py`` (one run, watched), ``notebook_cli
 side: ``kernel.py``, ``measure.py``; limits: ``limits.py``. What is and is not defended: docs/sandbox.md.
 """
 
+from course_grader.errors import SandboxFault
 from course_grader.sandbox.host import GradingHost
 from course_grader.sandbox.limits import Limits
-from course_grader.sandbox.notebook_client import NotebookKernel
-from course_grader.sandbox.run import CellResult, SandboxFault
+from course_grader.sandbox.notebook_client import CellResult, NotebookKernel
 from course_grader.sandbox.template_client import close_template
 
 __all__ = ["CellResult", "GradingHost", "Limits", "NotebookKernel", "SandboxFault", "close_template"]

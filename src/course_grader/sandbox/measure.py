@@ -15,6 +15,7 @@ import importlib
 import os
 import re
 
+from course_grader.errors import ProtocolError
 from course_grader.wire import protocol
 from course_grader.wire.protocol import Measure, MeasureReply, Ready
 
@@ -59,6 +60,6 @@ def serve(chan_fd: int, ready_nonce: str) -> None:
             os._exit(0)
         try:
             data = protocol.encode(reply)
-        except protocol.ProtocolError as exc:
+        except ProtocolError as exc:
             data = protocol.encode(MeasureReply(ok=False, reply=None, error=one_line(exc), nonce=reply.nonce))
         protocol.write_all(chan_fd, data)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from course_grader.errors import SandboxFault
 from course_grader.sandbox.policy import harness_dir
-from course_grader.sandbox.run import Run, RunHost, SandboxFault
+from course_grader.sandbox.run import Run, RunHost
 from course_grader.status import FaultKind
 from course_grader.wire import protocol
 from course_grader.wire.protocol import Measure, MeasureReply, RunMode

@@ -12,6 +12,7 @@ import ctypes
 import os
 from collections.abc import Iterable, Mapping
 
+from course_grader.errors import ConfineError
 from course_grader.sandbox.mountplan import (
     PRIVATE_DIRS,
     BindBack,
@@ -36,10 +37,6 @@ SYS_MOUNT_SETATTR = 442                    # x86_64 and aarch64 share this numbe
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-class ConfineError(Exception):
-    """A confinement step failed where it must not (the run does not start)."""
 
 
 def checked(result: int, what: str) -> None:

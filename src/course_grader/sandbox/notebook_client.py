@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
+from course_grader.errors import SandboxFault
 from course_grader.sandbox.limits import Limits
-from course_grader.sandbox.run import CellResult, Run, RunHost, SandboxFault
+from course_grader.sandbox.run import Run, RunHost
 from course_grader.status import CellStatus, FaultKind
 from course_grader.wire.protocol import CellReply, RunCell, RunMode
+
+
+@dataclass
+class CellResult:
+    """One notebook cell's outcome."""
+
+    status: CellStatus
+    output: str
+    error: str | None
+    cpu_s: float
+    fault: FaultKind | None = None        # set when a limit or a crash ended the kernel in this cell
 
 
 class NotebookKernel:

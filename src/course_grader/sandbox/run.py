@@ -6,7 +6,7 @@ processes) and watches it from outside: replies must echo the request's nonce an
 request's budget; a wall-clock backstop catches code that waits; the raw output of the process
 is drained with a cap; the cgroup's OOM and pids counters say which limit ended a run.
 A limit reached or a crash raises ``SandboxFault`` with a student kind; a grader failure raises
-``SandboxFault(FaultKind.GRADER, ...)``. ``CellResult`` is one notebook cell's outcome.
+``SandboxFault(FaultKind.GRADER, ...)``.
 """
 
 from __future__ import annotations
@@ -17,19 +17,19 @@ import selectors
 import signal
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from course_grader.errors import ProtocolError, SandboxFault
 from course_grader.sandbox.cgroups import CgroupPlan, RunCgroup
 from course_grader.sandbox.limits import Limits
 from course_grader.sandbox.policy import weakened
 from course_grader.sandbox.proctree import tree_cpu_s
 from course_grader.sandbox.treewatch import NPROC_MARGIN
 from course_grader.sandbox.uids import UidLease
-from course_grader.status import CellStatus, Confinement, FaultKind
+from course_grader.status import Confinement, FaultKind
 from course_grader.wire import protocol
-from course_grader.wire.protocol import Exited, ProtocolError, Ready, RunMode, Spawn, Started, Stop, TasksRefused
+from course_grader.wire.protocol import Exited, Ready, RunMode, Spawn, Started, Stop, TasksRefused
 
 RUN_START_S = 120.0          # fork + confinement + the IPython shell of one run (0.3 s when quiet)
 STOP_WAIT_S = 5.0
@@ -37,42 +37,8 @@ POLL_S = 0.1
 LATE_REPLY_S = 2.0           # after a run ended, how long its last reply may still take to be read
 
 
-class SandboxFault(Exception):
-    """A run produced no answer. ``kind.student_fault`` says whose fault; ``detail`` is for the student.
-
-    For a student kind, ``detail`` adds to ``kind.wording`` (what "your code" did, the sentence every
-    message starts from) only what it does not say: the limit's figure and where, e.g. wording
-    "used up its CPU time", detail "10 s of CPU in cell ex01-a". It names its unit, since a cell's
-    record shows it on its own."""
-
-    def __init__(self, kind: FaultKind, detail: str):
-        super().__init__(detail)
-        self.kind, self.detail = kind, detail
-
-    def __str__(self) -> str:
-        return self.detail
-
-
-@dataclass
-class CellResult:
-    status: CellStatus
-    output: str
-    error: str | None
-    cpu_s: float
-    fault: FaultKind | None = None        # set when a limit or a crash ended the kernel in this cell
-
-
 def megabytes(n: int) -> str:
     return f"{n / (1 << 20):.0f} MB"
-
-
-def cpu_time_fault(budget: float, where: str) -> SandboxFault:
-    return SandboxFault(FaultKind.CPU_TIME, f"{budget:.0f} s of CPU in {where}")
-
-
-def malformed_reply(where: str, exc: Exception) -> SandboxFault:
-    return SandboxFault(FaultKind.PROTOCOL, f"a malformed reply in {where} ({exc}); did the code write to the "
-                                            "grader's channel?")
 
 
 class Spawner(Protocol):
@@ -205,27 +171,21 @@ class Run:
                         raise ProtocolError("unexpected message on the status pipe")
 
     def _await_start(self) -> None:
+        deadline = time.monotonic() + RUN_START_S
         try:
-            self._await_ready()
+            while (line := self.chan_reader.next_line()) is None:
+                if self.init_pid == 0 and any(n.startswith("confinement failed") for n in self.notices):
+                    raise SandboxFault(FaultKind.GRADER, f"the sandbox could not be set up: {self.notices[-1]}")
+                if self.exit_status is not None or self.chan_reader.eof or time.monotonic() > deadline:
+                    head = bytes(self.raw_pending[-600:]).decode(errors="replace").strip().replace("\n", " | ")
+                    raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start (exit {self.exit_status}): {head}")
+                self._pump(POLL_S)
+            protocol.decode(line, Ready, self.spawn_nonce)
         except ProtocolError as exc:  # only the grader's own processes write before Ready
             raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start: {exc}") from None
-
-    def _await_ready(self) -> None:
-        deadline = time.monotonic() + RUN_START_S
-        while True:
-            line = self.chan_reader.next_line()
-            if line is not None:
-                protocol.decode(line, Ready, self.spawn_nonce)
-                weak = weakened(self.notices, self.host.confinement)
-                if weak:   # fail closed: no student code runs with part of its confinement missing
-                    raise SandboxFault(FaultKind.GRADER, f"the sandbox is weaker than required: {'; '.join(weak)}")
-                return
-            if self.init_pid == 0 and self.notices and any(n.startswith("confinement failed") for n in self.notices):
-                raise SandboxFault(FaultKind.GRADER, f"the sandbox could not be set up: {self.notices[-1]}")
-            if self.exit_status is not None or self.chan_reader.eof or time.monotonic() > deadline:
-                head = bytes(self.raw_pending[-600:]).decode(errors="replace").strip().replace("\n", " | ")
-                raise SandboxFault(FaultKind.GRADER, f"the sandbox did not start (exit {self.exit_status}): {head}")
-            self._pump(POLL_S)
+        # fail closed: no student code runs with part of its confinement missing
+        if weak := weakened(self.notices, self.host.confinement):
+            raise SandboxFault(FaultKind.GRADER, f"the sandbox is weaker than required: {'; '.join(weak)}")
 
     def cpu_used(self) -> float | None:
         """CPU seconds the run has used: its cgroup's count, or (no cgroup) its processes' in /proc."""
@@ -245,58 +205,58 @@ class Run:
         if self.gated:
             self._pump(0)    # the gate's refusals so far, as a cgroup's counter would show them now
         self.raw_pending.clear()
-        oom0 = self.cgroup.oom_kills() if self.cgroup else 0
-        pids0 = self.pids_refused()
-        cpu0 = self.cpu_used()
-        start = time.monotonic()
-        try:
+        counters = (self.cgroup.oom_kills() if self.cgroup else 0, self.pids_refused(), where)
+        cpu0, start = self.cpu_used(), time.monotonic()
+        with contextlib.suppress(OSError):   # the run is gone: the checks below say why
             protocol.write_all(self.chan.fileno(), protocol.encode(message))
-        except OSError:
-            pass  # the run is gone: the checks below say why
         while True:
             try:
-                line = self.chan_reader.next_line()
-                if line is not None:
-                    reply = protocol.decode(line, expect, message.nonce)
-                    self._check_counters(oom0, pids0, where)
-                    return reply
+                if (line := self.chan_reader.next_line()) is not None:
+                    return self._reply(line, expect, message.nonce, counters)
                 self._pump(POLL_S)
             except ProtocolError as exc:
-                self._check_counters(oom0, pids0, where)
-                self.kill()
-                raise malformed_reply(where, exc) from None
-            self._check_counters(oom0, pids0, where)
+                raise self._malformed(exc, counters) from None
+            self._check_counters(*counters)
             if self.raw_total > self.limits.output_bytes_per_run:
-                self.kill()
-                raise SandboxFault(FaultKind.OUTPUT, f"more than {megabytes(self.limits.output_bytes_per_run)} "
-                                   f"of output by {where}")
+                raise self._end(FaultKind.OUTPUT, f"more than {megabytes(self.limits.output_bytes_per_run)} "
+                                                  f"of output by {where}")
             cpu = self.cpu_used()
-            if cpu is not None and cpu0 is not None and cpu - cpu0 > cpu_budget:
-                self.kill()
-                raise cpu_time_fault(cpu_budget, where)
+            used = cpu - cpu0 if cpu is not None and cpu0 is not None else None
+            if used is not None and used > cpu_budget:
+                raise self._end(FaultKind.CPU_TIME, f"{cpu_budget:.0f} s of CPU in {where}")
             elapsed = time.monotonic() - start
-            if elapsed > min(wall_budget, hard):
-                used = (cpu - cpu0) if cpu is not None and cpu0 is not None else None
-                idle = used is None or used < self.limits.idle_cpu_fraction * elapsed
-                if idle or elapsed > hard:
-                    self.kill()
-                    if elapsed > hard and hard_s is not None and hard_s < self.limits.wall_s_hard:
-                        raise SandboxFault(FaultKind.WALL_TIME, f"{hard_why} (wall clock) in {where}")
-                    why = "almost without using CPU" if idle else "the longest any cell may run"
-                    raise SandboxFault(FaultKind.WALL_TIME, f"{elapsed:.0f} s (wall clock) in {where}, {why}")
+            idle = used is None or used < self.limits.idle_cpu_fraction * elapsed
+            if elapsed > min(wall_budget, hard) and (idle or elapsed > hard):
+                if elapsed > hard and hard_s is not None and hard_s < self.limits.wall_s_hard:
+                    raise self._end(FaultKind.WALL_TIME, f"{hard_why} (wall clock) in {where}")
+                why = "almost without using CPU" if idle else "the longest any cell may run"
+                raise self._end(FaultKind.WALL_TIME, f"{elapsed:.0f} s (wall clock) in {where}, {why}")
             if self.exit_status is not None or (self.chan_reader.eof and self._await_exit(2.0)):
                 # A reply written just before the process ended may arrive in the same read as its
                 # exit status: read what is left on the channel before calling it a death.
-                late = self._late_line()
-                if late is not None:
-                    try:
-                        reply = protocol.decode(late, expect, message.nonce)
-                    except ProtocolError as exc:
-                        raise malformed_reply(where, exc) from None
-                    self._check_counters(oom0, pids0, where)
-                    return reply
-                self._check_counters(oom0, pids0, where)
+                if (late := self._late_line()) is not None:
+                    return self._reply(late, expect, message.nonce, counters)
+                self._check_counters(*counters)
                 raise self._death_fault(where, cpu_budget, cpu0)
+
+    def _reply(self, line: bytes, expect: type, nonce: str, counters: tuple):
+        """The reply in ``line``, unless a limit was reached meanwhile (that fault is raised first)."""
+        try:
+            reply = protocol.decode(line, expect, nonce)
+        except ProtocolError as exc:
+            raise self._malformed(exc, counters) from None
+        self._check_counters(*counters)
+        return reply
+
+    def _malformed(self, exc: ProtocolError, counters: tuple) -> SandboxFault:
+        self._check_counters(*counters)   # a limit that cut the reply short is the fault, not the reply
+        return self._end(FaultKind.PROTOCOL, f"a malformed reply in {counters[-1]} ({exc}); did the code write "
+                                             "to the grader's channel?")
+
+    def _end(self, kind: FaultKind, detail: str) -> SandboxFault:
+        """Kill the run; the fault that ended it, to raise."""
+        self.kill()
+        return SandboxFault(kind, detail)
 
     def _late_line(self) -> bytes | None:
         """A line still buffered or unread on the channel once the run has ended (None if none)."""
@@ -312,37 +272,28 @@ class Run:
         return (self.cgroup.pids_refused() if self.cgroup else 0) + self.gate_refused
 
     def _check_counters(self, oom0: int, pids0: int, where: str) -> None:
+        """Raise the fault of a limit reached since the request: its cgroup's counters, the task gate's, or
+        (without those cgroups) the run's process tree."""
         if self.gated:
             # The reaper's exit closes its status pipe before it releases the gate's listener, so a reply
             # written after a gated call failed for want of it (ENOSYS) finds the pipe closed here.
             self._pump(0)
         if self.status_reader.eof and self.exit_status is None:
-            self.kill()
-            raise SandboxFault(FaultKind.GRADER, f"the run's reaper ended before the run did, in {where}")
-        if (self.watch_memory or self.watch_tasks) and self.init_pid > 0:
-            self._check_tree(where)
-        if self.cgroup and self.cgroup.oom_kills() > oom0:
-            self.kill()
-            raise self._memory_fault(where)
-        if self.pids_refused() > pids0:
-            self.kill()
-            raise self._pids_fault(where)
+            raise self._end(FaultKind.GRADER, f"the run's reaper ended before the run did, in {where}")
+        tree = self._check_tree() if (self.watch_memory or self.watch_tasks) and self.init_pid > 0 else None
+        if (tree and self.watch_memory and tree.memory_bytes > self.limits.memory_bytes) or (
+                self.cgroup and self.cgroup.oom_kills() > oom0):
+            raise self._end(FaultKind.MEMORY, f"more than {megabytes(self.limits.memory_bytes)} of memory in {where}")
+        if (tree and self.watch_tasks and tree.tasks > self.limits.pids) or self.pids_refused() > pids0:
+            raise self._end(FaultKind.PIDS, f"more than {self.limits.pids} processes or threads at once in {where}")
 
-    def _check_tree(self, where: str) -> None:
-        """The memory and task caps of a run without those cgroups, read from its process tree."""
+    def _check_tree(self):
+        """What the run's process tree holds (``treewatch.Usage``), for the caps without their cgroups."""
         from course_grader.sandbox import treewatch
         from course_grader.sandbox.mountplan import PRIVATE_DIRS
 
         private = PRIVATE_DIRS if self.host.confinement != Confinement.NONE else ()   # a str compares too
-        used = treewatch.usage(self.init_pid, private, self.limits.memory_bytes if self.watch_memory else None)
-        if used is None:
-            return
-        if self.watch_memory and used.memory_bytes > self.limits.memory_bytes:
-            self.kill()
-            raise self._memory_fault(where)
-        if self.watch_tasks and used.tasks > self.limits.pids:
-            self.kill()
-            raise self._pids_fault(where)
+        return treewatch.usage(self.init_pid, private, self.limits.memory_bytes if self.watch_memory else None)
 
     def _await_exit(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
@@ -355,7 +306,7 @@ class Run:
         cpu = self.cpu_used()
         if status in (128 + signal.SIGXCPU, -signal.SIGXCPU) or (
                 cpu is not None and cpu0 is not None and cpu - cpu0 >= cpu_budget):
-            return cpu_time_fault(cpu_budget, where)
+            return SandboxFault(FaultKind.CPU_TIME, f"{cpu_budget:.0f} s of CPU in {where}")
         if status is None:
             how = "closed the grader's channel"
         elif status > 128:
@@ -364,12 +315,6 @@ class Run:
         else:
             how = f"exited with code {status}"
         return SandboxFault(FaultKind.CRASHED, f"the process {how} in {where}")
-
-    def _memory_fault(self, where: str) -> SandboxFault:
-        return SandboxFault(FaultKind.MEMORY, f"more than {megabytes(self.limits.memory_bytes)} of memory in {where}")
-
-    def _pids_fault(self, where: str) -> SandboxFault:
-        return SandboxFault(FaultKind.PIDS, f"more than {self.limits.pids} processes or threads at once in {where}")
 
     # -- ending -----------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import errno
 
+from course_grader.errors import FilterError
+
 REFUSED = (
     # namespaces and mounts: the way around the run's mount table
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount",
@@ -44,10 +46,6 @@ CLONE_NEW_FLAGS = {            # clone's first argument on x86_64 and aarch64
     "CLONE_NEWUTS": 0x04000000, "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000,
     "CLONE_NEWPID": 0x20000000, "CLONE_NEWNET": 0x40000000,
 }
-
-
-class FilterError(Exception):
-    """The filter could not be built or loaded (the run must not start without it)."""
 
 
 def build():

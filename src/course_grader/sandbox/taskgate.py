@@ -37,13 +37,11 @@ import socket
 import time
 from collections.abc import Callable
 
+from course_grader.errors import GateError
+
 GATED = ("clone", "fork", "vfork")     # clone3: ENOSYS in syscall_filter (glibc falls back to clone)
 CONTINUE = 1                           # SECCOMP_USER_NOTIF_FLAG_CONTINUE
 REPORT_EVERY_S = 0.05                  # refusals are reported at most this often (a bomb refuses thousands)
-
-
-class GateError(Exception):
-    """The gate could not be set up, or failed (the run must not start, or go on, without it)."""
 
 
 class _Data(ctypes.Structure):

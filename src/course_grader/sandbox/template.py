@@ -42,6 +42,7 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
 
 from course_grader import forkserver  # noqa: E402  (this and the modules below: loaded before any mount hides them)
+from course_grader.errors import ProtocolError  # noqa: E402
 from course_grader.sandbox import cgroups, confine, kernel, measure, syscall_filter, taskgate  # noqa: E402
 from course_grader.wire import protocol  # noqa: E402
 from course_grader.wire.protocol import Exited, Spawn, Started, TasksRefused, TemplateReady  # noqa: E402
@@ -239,8 +240,8 @@ def _serve(control: socket.socket, run_cgroups: list[list[str]]) -> None:
         try:
             spawn = protocol.decode(data.rstrip(b"\n"), Spawn)
             if len(fds) != 3:
-                raise protocol.ProtocolError(f"spawn needs 3 descriptors, got {len(fds)}")
-        except protocol.ProtocolError as exc:
+                raise ProtocolError(f"spawn needs 3 descriptors, got {len(fds)}")
+        except ProtocolError as exc:
             for fd in fds:
                 os.close(fd)
             os.write(2, f"course-grader template: bad request: {exc}\n".encode())

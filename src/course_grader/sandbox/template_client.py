@@ -12,11 +12,12 @@ import sys
 import threading
 import time
 
+from course_grader.errors import ProtocolError, SandboxFault
 from course_grader.sandbox.limits import Limits
-from course_grader.sandbox.run import STOP_WAIT_S, SandboxFault
+from course_grader.sandbox.run import STOP_WAIT_S
 from course_grader.status import FaultKind
 from course_grader.wire import protocol
-from course_grader.wire.protocol import ProtocolError, Spawn, TemplateReady
+from course_grader.wire.protocol import Spawn, TemplateReady
 
 TEMPLATE_START_S = 300.0     # importing torch on a loaded 2-core machine can take a minute
 

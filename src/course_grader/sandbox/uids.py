@@ -16,6 +16,8 @@ import os
 import threading
 from pathlib import Path
 
+from course_grader.errors import NoUidAvailable
+
 UID_BASE = 2_000_000          # far above any login or system account
 BLOCK_SIZE = 32               # concurrent runs per grader instance
 MAX_BLOCKS = 4096
@@ -23,10 +25,6 @@ MAX_BLOCKS = 4096
 # first, and every other user's grader then found no writable lock folder (an ordinary user's runs use uids
 # inside its own user namespace, so its leases never need to exclude another user's)
 LOCK_DIRS = (Path("/run/course-grader"), Path(f"/tmp/course-grader-uids-{os.getuid()}"))
-
-
-class NoUidAvailable(Exception):
-    pass
 
 
 def lock_dir() -> Path:

@@ -9,7 +9,7 @@ parsers): :func:`inspect`, which ``course submit`` (:mod:`course_grader.ui.submi
 the file with ``GradingSession.grade_one`` (``course_grader.pipeline.session``: the same verdict code, flag
 voiding and fault reasons as ``course grade``, without the feedback run), in the grader's ``GradingHost``,
 and shows the public tests only: of the hidden tests it says how many there are and their points. Not root,
-the host confines what it can and otherwise runs unconfined (as ``course grade --unconfined``), and one line
+the host confines what it can and otherwise runs unconfined (as ``course grade run --unconfined``), and one line
 says which: it is the student's own code on the student's own machine. Exit status: 0 when everything the
 grader checks in public passes; 1 when something fails, is missing or the file would be rejected; 2 for a
 usage error.
@@ -53,7 +53,7 @@ def student_exercises(solutions: Path = SOLUTIONS) -> tuple[dict[str, Exercise],
     exercises and their release record, which hold the public tests and the hidden tests' ids and
     points, never their code. ``note`` says which, for one line of output. Raises ``UsageError``."""
     from compile_course.paths import EXERCISES
-    from course_grader.exercise.model import ExerciseFormatError
+    from course_grader.errors import ExerciseFormatError
     from course_grader.exercise.release_record import released_exercises
 
     solutions = Path(solutions)
@@ -308,7 +308,7 @@ def confinement_line(host) -> str:
         return ""
     if mode == Confinement.USERNS:
         return "not root: your code runs confined in user namespaces (the grader confines it as root)"
-    return "not root: your code runs unconfined, as you (like `course grade --unconfined`); the grader confines it"
+    return "not root: your code runs unconfined, as you (like `course grade run --unconfined`); the grader confines it"
 
 
 def grade_quietly(insp: Inspection, exercises: dict[str, Exercise], solutions: Path = SOLUTIONS,

@@ -20,8 +20,9 @@ from typing import Any
 # AnswerError: the student's answer cannot be used (missing, not a literal, not allowed); its text is for
 # the student. One class with the test API's, an AssertionError: a test cell that meets it fails with it.
 from compile_course.measurement import AnswerError  # noqa: F401
+from course_grader.errors import AllowListError
 from course_grader.harness.allowlist.extract import extract_function
-from course_grader.harness.allowlist.rules import AllowList, AllowListError, parse_source
+from course_grader.harness.allowlist.rules import AllowList, parse_source
 
 MAX_LITERAL_NODES = 2_000
 MAX_LITERAL_DEPTH = 8

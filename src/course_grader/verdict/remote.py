@@ -27,9 +27,10 @@ from typing import Any
 from compile_course import measurement as measure
 from compile_course.measurement import AnswerError, CallResult, ReplyError, Run, Timing
 from compile_course.testing import answer_fn, code, spy, stopwatch
+from course_grader.errors import AllowListError
 from course_grader.harness import opaque
 from course_grader.harness.allowlist.extract import extract_function
-from course_grader.harness.allowlist.rules import AllowList, AllowListError, parse_source
+from course_grader.harness.allowlist.rules import AllowList, parse_source
 from course_grader.harness.parsing import parse
 from course_grader.verdict import graphcheck
 from course_grader.wire.payloads import (

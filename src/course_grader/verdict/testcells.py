@@ -46,7 +46,7 @@ def _message(exc: BaseException) -> str:
 
 def run_test(source: str, test_id: str, namespace: dict, student: RemoteNamespace,
              reference: RemoteNamespace) -> TestVerdict:
-    from course_grader.sandbox import SandboxFault
+    from course_grader.errors import SandboxFault
 
     said: list[str] = []
     student.test_source = reference.test_source = source
@@ -64,8 +64,7 @@ def run_test(source: str, test_id: str, namespace: dict, student: RemoteNamespac
         kind = FaultKind(fault.kind)
         if not kind.student_fault:
             raise
-        return TestVerdict(test_id, False, f"your code {kind.wording}: "
-                                           f"{str(fault.detail)[:300]}")
+        return TestVerdict(test_id, False, kind.sentence(fault.detail))
     except AssertionError as exc:
         return TestVerdict(test_id, False, _message(exc)[:MAX_MESSAGE])
     except (RecursionError, MemoryError) as exc:

@@ -27,9 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-
-class PayloadError(ValueError):
-    """A payload or reply that is not the shape its message allows; the text says what is wrong."""
+from course_grader.errors import PayloadError
 
 
 class Op(StrEnum):

@@ -24,14 +24,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from course_grader.errors import ProtocolError
 from course_grader.status import Confinement
 
 MAX_MESSAGE_BYTES = 32 << 20      # one JSON line; a measured reply with tensors fits well inside
 MAX_JSON_DEPTH = 32
-
-
-class ProtocolError(Exception):
-    """A message that is not what the protocol allows (too long, malformed, wrong nonce)."""
 
 
 class MessageType(StrEnum):

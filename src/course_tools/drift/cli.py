@@ -28,8 +28,9 @@ import nbformat
 
 from compile_course.paths import BUILD, NOTEBOOKS, ROOT, SOLUTIONS
 
+from ..errors import InterpreterRefused
 from .compare import BuildFacts, NotebookResult, compare_notebooks
-from .environment import InterpreterRefused, build_venv, pinned_torch
+from .environment import build_venv, pinned_torch
 from .report import print_table, write_html, write_json
 
 FACTS_CODE = ("import json, platform, torch; print(json.dumps({'version': torch.__version__, "

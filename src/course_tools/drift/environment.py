@@ -29,6 +29,7 @@ from pathlib import Path
 from compile_course.paths import BUILD, REQUIREMENTS, ROOT
 
 from .. import interpreter
+from ..errors import InterpreterRefused
 from ..lock import LOCK, without_torch_family
 
 STAMP = ".drift-installed"
@@ -79,10 +80,6 @@ def cache_dir() -> Path:
     """Where the venvs made from other interpreters go: outside the checkout, one per Python (and torch)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "compile-course" / "drift"
-
-
-class InterpreterRefused(RuntimeError):
-    """The interpreter given with ``--python`` is one the set-up would refuse; the message says why."""
 
 
 def python_facts(python: str) -> tuple[str, str, str]:

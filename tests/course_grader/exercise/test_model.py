@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.exercise.model import CellKind, Exercise, ExerciseFormatError, load_exercises
+from course_grader.errors import ExerciseFormatError
+from course_grader.exercise.model import CellKind, Exercise, load_exercises
 
 
 def test_every_solution_loads_with_ids_kinds_and_points(exercises):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from course_grader.errors import PublishError
 from course_grader.exercise.model import CellKind, load_exercises
-from course_grader.exercise.publish import EDITION_MARK, PublishError, hidden_lines, leaks, publish
+from course_grader.exercise.publish import EDITION_MARK, hidden_lines, leaks, publish
 
 ROOT = Path(__file__).resolve().parents[3]
 SOLUTIONS = ROOT / "solutions"

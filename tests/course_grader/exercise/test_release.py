@@ -9,8 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.errors import ExerciseFormatError
 from course_grader.exercise import release
-from course_grader.exercise.model import BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, Exercise, ExerciseFormatError
+from course_grader.exercise.model import BEGIN_CODE, BEGIN_MD, END_CODE, END_MD, Exercise
 
 ROOT = Path(__file__).resolve().parents[3]
 SOLUTIONS = sorted((ROOT / "solutions").glob("ex[0-9][0-9]_*.ipynb"))

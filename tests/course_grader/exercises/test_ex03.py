@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.sandbox import SandboxFault
+from course_grader.errors import SandboxFault
 from course_grader.status import FaultKind
 from course_grader.verdict import testcells
 from course_grader.verdict.context import GradeContext

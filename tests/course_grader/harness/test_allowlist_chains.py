@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from course_grader.errors import AllowListError
 from course_grader.harness.allowlist.extract import extract_function, load_checked
-from course_grader.harness.allowlist.rules import AllowList, AllowListError
+from course_grader.harness.allowlist.rules import AllowList
 
 ALLOWED = AllowList(provided=frozenset({"torch", "time"}), imports=frozenset({"time"}),
                     dotted=frozenset({"torch._dynamo.reset", "torch._dynamo.utils.counters"}))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from course_grader.errors import AllowListError
 from course_grader.harness.allowlist.extract import extract_function
-from course_grader.harness.allowlist.rules import AllowListError, for_cell
+from course_grader.harness.allowlist.rules import for_cell
 from course_grader.harness.child import resolve
 from course_grader.harness.denied import DENIED, MEASURED_PATHS, REPLAY_DENIED, Refused, measured_denial
 

@@ -7,9 +7,10 @@ from contextlib import contextmanager
 
 import pytest
 
+from course_grader.errors import SandboxFault
 from course_grader.intake.cells import Checked, RunCell
 from course_grader.pipeline.feedback_run import FeedbackRun, feedback_run
-from course_grader.sandbox import CellResult, SandboxFault
+from course_grader.sandbox import CellResult
 from course_grader.status import CellRole, CellStatus, FaultKind
 
 SETUP = RunCell('course cell "import torch"', "import torch", CellRole.LOCKED, "ex01-setup")

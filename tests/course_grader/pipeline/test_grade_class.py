@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
+from course_grader.config import GradeOptions
 from course_grader.errors import GraderError
-from course_grader.pipeline.grade_class import default_out_dir, grade_class
+from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
 
 
@@ -60,7 +61,7 @@ def test_duplicates_are_reported_and_the_choice_ignores_jobs_and_resume(tmp_path
 
 
 def test_a_class_goes_to_its_own_folder_never_the_samples(tmp_path):
-    out = default_out_dir(tmp_path / "fall-2026")
+    out = GradeOptions.results_for(tmp_path / "fall-2026")
     assert out.name == "fall-2026" and out.parent.name == "grading" and "samples" not in str(out)
 
 

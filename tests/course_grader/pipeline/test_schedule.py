@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from course_grader.errors import SandboxFault
 from course_grader.pipeline.grade_class import grade_class
 from course_grader.results.gradebook import Gradebook
-from course_grader.sandbox import SandboxFault
 from course_grader.status import FaultKind
 from course_grader.verdict.context import TestVerdict
 

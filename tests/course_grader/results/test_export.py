@@ -114,7 +114,7 @@ def test_rejected_rows_keep_what_was_typed_with_the_reason_and_only_scores_are_c
     rae[1]["score"], rae[1]["comment"] = "one", "typed a word"                          # not a number
     _write_sheet(sheet, rows)
     out = str(report.out_dir)
-    assert grade_main(["--import-review", str(sheet), "--out", out]) == 0
+    assert grade_main(["import-review", str(sheet), "--out", out]) == 0
     printed = capsys.readouterr().out
     assert f"review: {n - 2} answers scored, 0 comments without a score, {n} rows left blank, 2 rows not applied" \
         in printed
@@ -134,7 +134,7 @@ def test_rejected_rows_keep_what_was_typed_with_the_reason_and_only_scores_are_c
         if r["problem"]:
             r["score"] = "0.5"
     _write_sheet(sheet, rows)
-    assert grade_main(["--import-review", str(sheet), "--out", out]) == 0
+    assert grade_main(["import-review", str(sheet), "--out", out]) == 0
     assert f"review: {n} answers scored, 0 comments without a score, {n} rows left blank, 0 rows not applied" \
         in capsys.readouterr().out
     final = _sheet(sheet)
@@ -145,7 +145,7 @@ def test_rejected_rows_keep_what_was_typed_with_the_reason_and_only_scores_are_c
 def _cli_import(sheet, out, capsys):
     from course_grader.ui.grade import main as grade_main
 
-    code = grade_main(["--import-review", str(sheet), "--out", str(out)])
+    code = grade_main(["import-review", str(sheet), "--out", str(out)])
     return code, capsys.readouterr()
 
 

@@ -7,7 +7,8 @@ import re
 import nbformat
 import pytest
 
-from course_grader.results.feedback import UnsafePath, page_path
+from course_grader.errors import UnsafePath
+from course_grader.results.feedback import page_path
 
 
 def _all_output_text(out_dir) -> str:

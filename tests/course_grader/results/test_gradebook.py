@@ -13,7 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_grader.results.gradebook import Attempt, Gradebook, TestResult
+from course_grader.results.attempt import Attempt, TestResult
+from course_grader.results.gradebook import Gradebook
 from course_grader.status import AttemptStatus, TestStatus
 from course_grader.ui.grade import main as grade_main
 
@@ -71,15 +72,18 @@ def test_clearing_a_flag_records_the_reason_and_rescores(tmp_path, submission, g
         [row] = book.current()
     assert row["status"] == "flagged" and row["auto_score"] == 0
     out = ["--out", str(report.out_dir)]
-    assert grade_main(["--clear-flag", row["key"][:12], *out]) == 2                  # a reason is required
-    assert grade_main(["--clear-flag", "ffff" * 4, "--reason", "x", *out]) == 2       # no such attempt
-    assert grade_main(["--clear-flag", row["key"][:12], "--reason", "patched torch in a scratch cell only", *out]) == 0
+    with pytest.raises(SystemExit) as no_reason:                                  # a reason is required
+        grade_main(["clear-flag", row["key"][:12], *out])
+    assert no_reason.value.code == 2
+    assert grade_main(["clear-flag", row["key"][:12], "--reason", "  ", *out]) == 2    # and not a blank one
+    assert grade_main(["clear-flag", "ffff" * 4, "--reason", "x", *out]) == 2       # no such attempt
+    assert grade_main(["clear-flag", row["key"][:12], "--reason", "patched torch in a scratch cell only", *out]) == 0
     with Gradebook(report.gradebook) as book:
         [row] = book.current()
         assert row["status"] == "graded" and row["auto_score"] == row["auto_possible"] == 8
         assert book.clearance(row["key"])["reason"] == "patched torch in a scratch cell only"
         assert {t["status"] for t in book.tests(row["key"])} == {"passed"}
-    assert grade_main(["--clear-flag", row["key"][:12], "--reason", "again", *out]) == 2   # not flagged any more
+    assert grade_main(["clear-flag", row["key"][:12], "--reason", "again", *out]) == 2   # not flagged any more
     page = (report.out_dir / "feedback" / "uma" / "ex01_capture_boundary.html").read_text()
     assert "patched torch in a scratch cell only" in page
     grades = (report.out_dir / "grades.csv").read_text()

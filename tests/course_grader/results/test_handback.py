@@ -1,4 +1,4 @@
-"""``course grade --hand-back``: each student's own pages, self-contained and readable; LMS grade files."""
+"""``course grade hand-back``: each student's own pages, self-contained and readable; LMS grade files."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def graded(tmp_path, submission, grade_fake):
 
 def test_each_student_gets_only_their_own_self_contained_pages(tmp_path, graded, exercises):
     to = tmp_path / "back"
-    assert grade_main(["--hand-back", str(graded.out_dir), "--to", str(to), "--zip"]) == 0
+    assert grade_main(["hand-back", str(graded.out_dir), "--to", str(to), "--zip"]) == 0
     assert sorted(p.name for p in to.iterdir()) == [".course-hand-back", "annika4", "annika4.zip", "benedikt7",
                                                     "benedikt7.zip", "cyrano9", "cyrano9.zip"]
     ann = to / "annika4"
@@ -63,7 +63,7 @@ def test_lms_files_canvas_and_moodle(tmp_path, graded, exercises):
     mapping = tmp_path / "ids.csv"
     mapping.write_text("student,lms_id,name,section\nannika4,ann@uni.example,\"Smith, Annika\",A1\n"
                        "benedikt7,ben@uni.example,Benedikt Roe,A2\n", encoding="utf-8")
-    assert grade_main(["--hand-back", str(graded.out_dir), "--to", str(tmp_path / "back"),
+    assert grade_main(["hand-back", str(graded.out_dir), "--to", str(tmp_path / "back"),
                        "--lms-ids", str(mapping)]) == 0
     lms = graded.out_dir / "lms"
     assert _mode(lms) == 0o700 and all(_mode(p) == 0o600 for p in lms.iterdir())
@@ -90,14 +90,14 @@ def test_a_folder_it_did_not_write_is_refused(tmp_path, graded, capsys):
     mine = tmp_path / "documents"
     mine.mkdir()
     (mine / "thesis.tex").write_text("mine")
-    assert grade_main(["--hand-back", str(graded.out_dir), "--to", str(mine)]) == 2
+    assert grade_main(["hand-back", str(graded.out_dir), "--to", str(mine)]) == 2
     assert "not empty and was not written by course grade hand-back" in capsys.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["thesis.tex"] and not (graded.out_dir / "lms").exists()
 
 
 def test_a_second_hand_back_replaces_the_folders_and_the_default_is_beside_out(tmp_path, graded):
-    assert grade_main(["--hand-back", str(graded.out_dir)]) == 0
+    assert grade_main(["hand-back", str(graded.out_dir)]) == 0
     to = graded.out_dir.with_name("out-hand-back")
     (to / "annika4" / "stale.html").write_text("old")
-    assert grade_main(["--hand-back", str(graded.out_dir)]) == 0
+    assert grade_main(["hand-back", str(graded.out_dir)]) == 0
     assert not (to / "annika4" / "stale.html").exists() and (to / "annika4" / "index.html").is_file()

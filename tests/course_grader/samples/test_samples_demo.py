@@ -72,7 +72,7 @@ def test_demo_grading_grades_the_cpu_limit_sample_apart_and_writes_one_index(tmp
     line, ok = grade_demo(out, jobs=2, progress=False, host_factory=host, verdict_for=stub_verdicts)
     assert line.startswith(f"{len(KINDS)} of the {len(EXPECTED)} samples, one of each kind: ")
     assert not ok                                   # stub verdicts cannot give the crash sample its CPU-limit reason
-    assert limits_seen == [None, DEMO_LIMITS]       # the class under the full limits, the loop under the demo's
+    assert limits_seen == [Limits(), DEMO_LIMITS]   # the class under the full limits, the loop under the demo's
     chosen = representative(EXPECTED)
     main = sorted(p.name for p in (out / "submissions").glob("*.ipynb"))
     limited = sorted(p.name for p in (out / LIMITED_FOLDER).glob("*.ipynb"))

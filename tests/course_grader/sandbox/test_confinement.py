@@ -205,9 +205,11 @@ def test_kernel_has_no_grader_module_but_the_sandbox_itself(host):
     loaded = ast.literal_eval(out)
     # the sandbox, and the wire format both sides of every run share (messages and their payloads: data
     # types only, loaded by the template before it forks), and the fork-server core the template shares with
-    # the warm lesson kernels (a preload list and the fork: it imports nothing of the grader); no grading,
+    # the warm lesson kernels (a preload list and the fork: it imports nothing of the grader), and the
+    # grader's exception classes (errors.py: the wire format's errors, importing nothing); no grading,
     # verdict or harness code
-    assert loaded and all(m in ("course_grader", "course_grader.wire", "course_grader.forkserver")
+    assert loaded and all(m in ("course_grader", "course_grader.wire", "course_grader.forkserver",
+                                "course_grader.errors")
                           or m.startswith(("course_grader.sandbox", "course_grader.wire.protocol",
                                            "course_grader.wire.payloads", "course_grader.status"))
                           for m in loaded), loaded
@@ -238,7 +240,7 @@ with GradingHost(hide=[]) as host:
 
 
 def test_concurrent_runs_from_worker_threads(host):
-    """``course grade --jobs N`` opens kernels and measurements from several threads at once."""
+    """``course grade run --jobs N`` opens kernels and measurements from several threads at once."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(n: int):

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from course_grader.sandbox import SandboxFault
+from course_grader.errors import SandboxFault
 from course_grader.status import CellStatus, FaultKind
 from course_grader.wire import protocol
 

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from course_grader.sandbox import SandboxFault, taskgate
+from course_grader.errors import SandboxFault
+from course_grader.sandbox import taskgate
 from course_grader.sandbox.run import Run
 from course_grader.status import CellStatus, FaultKind
 
@@ -121,7 +122,7 @@ def test_a_run_never_holds_more_tasks_than_its_limit(host, monkeypatch):
     36 to 44 (the reaper answered a queue of waiting forks before the kernel ran any). Here the grader is
     made to let the run go on after the refusals, so the bomb's processes stay, and the run counts itself."""
     monkeypatch.setattr(Run, "pids_refused", lambda self: 0)
-    monkeypatch.setattr(Run, "_check_tree", lambda self, where: None)
+    monkeypatch.setattr(Run, "_check_tree", lambda self: None)
     with gated(host, small_limits(pids=24, cpu_s_per_cell=10)) as kernel:
         result = kernel.run_cell(HOLD_WHAT_YOU_CAN, "hold")
     assert result.status is CellStatus.OK, result

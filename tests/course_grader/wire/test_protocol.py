@@ -6,9 +6,10 @@ import os
 import pytest
 import torch
 
+from course_grader.errors import ProtocolError
 from course_grader.status import Confinement
 from course_grader.wire import protocol
-from course_grader.wire.protocol import CellReply, LineReader, ProtocolError, RunCell, RunMode, Spawn
+from course_grader.wire.protocol import CellReply, LineReader, RunCell, RunMode, Spawn
 
 
 def test_message_round_trip_and_nonce():

@@ -12,6 +12,8 @@ import ast
 import copy
 from collections.abc import Callable
 
+from course_grader.errors import AllowListError
+
 from ..denied import measured_denial
 from .rules import (
     ALIASING_ATTRIBUTES,
@@ -24,7 +26,6 @@ from .rules import (
     MODULE_PATHS,
     NODE_NAMES,
     AllowList,
-    AllowListError,
     check_size,
 )
 from .writes import Sharing, check_writes

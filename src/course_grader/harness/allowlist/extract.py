@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 
+from course_grader.errors import AllowListError
+
 from .check import bound_names, check_function, is_module
-from .rules import MODULE_PATHS, AllowList, AllowListError, check_size, parse_source
+from .rules import MODULE_PATHS, AllowList, check_size, parse_source
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from course_grader.errors import AllowListError
+
 from ..parsing import parse
 
 MAX_SOURCE_CHARS = 1_000_000   # comments count here and cost nothing later; the node and depth limits bound the code
@@ -85,10 +87,6 @@ NODE_NAMES = {
 }
 
 
-class AllowListError(ValueError):
-    """The code is not allowed in a measuring process; the text says where and why."""
-
-
 @dataclass(frozen=True)
 class AllowList:
     """What one exercise's measured function may use, beyond the safe core."""
@@ -125,7 +123,6 @@ MODULE_PATHS = {"torch": "torch", "nn": "torch.nn", "time": "time", "copy": "cop
 # that path, and the steps leading to it, are then resolved as usual.
 
 
-
 def strip_magics(code: str) -> str:
     """IPython magics and shell escapes (``%time``, ``!ls``) are not Python: each such line becomes ``pass``."""
     lines = []
@@ -150,7 +147,6 @@ def parse_source(source: str, where: str) -> ast.Module:
                              "(a lone surrogate such as \\udc80): delete it or write it as an escape") from None
     except (RecursionError, MemoryError, ValueError):
         raise AllowListError(f"{where}: the cell cannot be parsed (nested too deeply, or too large)") from None
-
 
 
 def _unencodable_line(source: str) -> int | str:

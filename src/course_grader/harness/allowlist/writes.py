@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from .rules import AllowListError
+from course_grader.errors import AllowListError
 
 # methods that change the object they are called on: containers (dict, Counter, list, set, deque) and modules
 MUTATING_METHODS = frozenset({

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from course_grader.errors import WorkerSetupError
+
 from .client import ClusterSession, DaskExecutor
-from .worker import RunSpec, WorkerSetupError
+from .worker import RunSpec
 
 __all__ = ["ClusterSession", "DaskExecutor", "RunSpec", "WorkerSetupError", "local_cluster"]
 

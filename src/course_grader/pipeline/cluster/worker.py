@@ -32,6 +32,7 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from course_grader.errors import WorkerSetupError
 from course_grader.pipeline import cache_store
 
 PLUGIN_NAME = "course-grader-hosts"
@@ -39,11 +40,6 @@ PLUGIN_NAME = "course-grader-hosts"
 
 class _Closed(Exception):
     """The host was released between finding it and using it: find the run's host again."""
-
-
-class WorkerSetupError(Exception):
-    """This worker cannot grade at all (its sandbox does not start, different grader code, model
-    answers short of full marks). The client stops the run: it is not any submission's fault."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from course_grader.errors import UnsafePath
 from course_grader.exercise.model import MARKERS
 from course_grader.intake.discover import STUDENT_ID
 
@@ -72,10 +73,6 @@ def hide_grader_frames(text: str) -> str:
                 break
             i += 1
     return "\n".join(kept)
-
-
-class UnsafePath(ValueError):
-    """A feedback path would not be a plain file inside the output folder."""
 
 
 SOLUTION_MARKER = re.compile(r"^[ \t]*(?:" + "|".join(re.escape(m) for m in MARKERS) + r")[ \t]*(?:\r?\n|$)"
