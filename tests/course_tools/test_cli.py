@@ -282,8 +282,9 @@ def test_ctrl_c_prints_one_line_that_says_how_to_go_on(tmp_path):
     import signal
     import time
 
-    path = tmp_path / "slow.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(120)")]), path)
+    path, running = tmp_path / "slow.ipynb", tmp_path / "running"
+    nbformat.write(new_notebook(cells=[new_code_cell(f"import pathlib, time\npathlib.Path({str(running)!r}).touch()\n"
+                                                     "time.sleep(120)")]), path)
     # A shell without job control starts background commands with SIGINT ignored, and Python keeps an ignored
     # SIGINT ignored: give the command the default, as a terminal's foreground command has it.
     proc = subprocess.Popen([str(COURSE), "execute", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -292,7 +293,10 @@ def test_ctrl_c_prints_one_line_that_says_how_to_go_on(tmp_path):
     try:
         first = proc.stdout.readline()              # "running 1 notebook(s) ..."
         assert "running 1 notebook" in first
-        time.sleep(8)                                # the kernel starts and runs the cell
+        deadline = time.monotonic() + 300            # the kernel starts and runs the cell: it says so
+        while not running.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert running.exists(), "the cell never started"
         os.killpg(proc.pid, signal.SIGINT)           # what Ctrl-C sends: the whole foreground group
         out, err = proc.communicate(timeout=120)
     finally:
