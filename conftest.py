@@ -13,6 +13,8 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 os.environ.setdefault("COURSE_TIMING_SCALE", "0.1")
+# the pid of the pytest process whose run's ordinary user its xdist workers share (tests/ordinary_user.py)
+RUN_USER_ENV = "COURSE_TEST_USER_RUN"
 
 
 def pytest_configure(config):
@@ -24,6 +26,8 @@ def pytest_configure(config):
     """
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_WorkerCounts())
+    if not hasattr(config, "workerinput"):   # the run's process: its xdist workers share one ordinary user
+        os.environ.setdefault(RUN_USER_ENV, str(os.getpid()))
     if os.environ.get("COURSE_WARM_KERNELS", "1") == "0":
         return
     import tempfile
@@ -45,6 +49,23 @@ def pytest_unconfigure(config):
     folder = getattr(config, "course_kernel_folder", None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
+    if not hasattr(config, "workerinput") and os.environ.get(RUN_USER_ENV) == str(os.getpid()):
+        _remove_run_user()
+
+
+def _remove_run_user() -> None:
+    """The ordinary user this run's workers shared (tests/ordinary_user.py), with its ACL entries, if one was made."""
+    import pwd
+    import sys
+
+    try:
+        pwd.getpwnam(f"course-st-{os.getpid()}")
+    except KeyError:
+        return
+    sys.path.insert(0, str(Path(__file__).parent / "tests"))
+    from ordinary_user import remove_run_user
+
+    remove_run_user()
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -12,8 +12,11 @@ kernel's ``system.posix_acl_access`` extended attribute, so no ``acl`` package i
 entry made for it are removed (``atexit``); a folder whose ACL then holds nothing else gets its
 plain mode back. A process that was killed cannot do that: the next process that creates a user
 first removes the users (and their ACL entries) of test processes that are no longer running.
-Each process has its own user, so one run's clean-up never pulls the user from under another's
-(pytest-xdist workers, two checkouts on one machine); ACL edits take a lock file in /tmp in turn.
+Each test run has its own user, so one run's clean-up never pulls the user from under another's
+(two checkouts on one machine); ACL edits take a lock file in /tmp in turn. The pytest-xdist workers
+of one run share their run's user (``course-st-PID`` of the pytest process that started them, which
+the root ``conftest.py`` names in :data:`SESSION_ENV` and which removes the user when the run ends):
+one user, like one instructor, whose warm-up store (:func:`user_env`) is filled once for the run.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ import stat
 import struct
 import subprocess
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-USER_PREFIX = "course-st-"   # + the pid of the test process that made it
+USER_PREFIX = "course-st-"   # + the pid of the test run (process) that made it
+SESSION_ENV = "COURSE_TEST_USER_RUN"   # that pid, set by the root conftest.py for its xdist workers
+STORE_ENV = "COURSE_GRADER_STORE"      # course_grader.pipeline.cache_store's: where a grader keeps its warm-up
 LOCK_FILE = Path("/tmp/course-ordinary-user.lock")
 ACL_XATTR = "system.posix_acl_access"
 ACL_VERSION = 2
@@ -122,49 +127,85 @@ def _traversed_folders() -> list[Path]:
     return list(reversed(Path(os.path.realpath(sys.executable)).parents))
 
 
-def remove_user(entry: pwd.struct_passwd) -> None:
-    """Remove the test user ``entry``, its home and its ACL entries on the way to this Python."""
-    with acl_lock():
+def remove_user(entry: pwd.struct_passwd, locked: bool = False) -> None:
+    """Remove the test user ``entry``, its home and its ACL entries on the way to this Python
+    (``locked``: the caller holds :func:`acl_lock`)."""
+    with nullcontext() if locked else acl_lock():
         for folder in _traversed_folders():
             remove_traverse(folder, entry.pw_uid)
-    subprocess.run(["userdel", "--force", "--remove", entry.pw_name], capture_output=True)
+        subprocess.run(["userdel", "--force", "--remove", entry.pw_name], capture_output=True)
 
 
-def _remove_stale_users() -> None:
-    """Users of test processes that ended without cleaning up (killed): removed with their ACL entries."""
+def _remove_stale_users(locked: bool = False) -> None:
+    """Users of test runs that ended without cleaning up (killed): removed with their ACL entries."""
     for entry in pwd.getpwall():
         if not entry.pw_name.startswith(USER_PREFIX):
             continue
         pid = entry.pw_name[len(USER_PREFIX):]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            remove_user(entry)
+            remove_user(entry, locked=locked)
 
 
 _MINE: dict[str, pwd.struct_passwd] = {}
 
 
+def _owner() -> int:
+    """The pid the user is named for: the test run's (:data:`SESSION_ENV`, while that process lives), else ours."""
+    run = os.environ.get(SESSION_ENV, "")
+    if run.isdigit() and int(run) != os.getpid() and Path(f"/proc/{run}").exists():
+        return int(run)
+    return os.getpid()
+
+
 def ordinary_user() -> pwd.struct_passwd:
-    """This test process's user, created on first use, able to run this venv's Python; removed, with its
-    ACL entries, when the process ends. Root only."""
+    """This test run's user, created on first use, able to run this venv's Python; removed, with its
+    ACL entries, when the run ends (this process's exit, or the run's ``pytest_unconfigure``). Root only."""
     if os.geteuid() != 0:
         raise PermissionError("only root can create the test's ordinary user")
-    name = f"{USER_PREFIX}{os.getpid()}"
+    owner = _owner()
+    name = f"{USER_PREFIX}{owner}"
     if name in _MINE:
         return _MINE[name]
-    _remove_stale_users()
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
-    entry = pwd.getpwnam(name)
+    with acl_lock():   # two xdist workers of one run may ask at once: one creates, the other finds it
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            entry = None
+        if entry is None:
+            _remove_stale_users(locked=True)
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+            entry = pwd.getpwnam(name)
+            interpreter = Path(os.path.realpath(sys.executable))
+            for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
+                allow_traverse(folder, entry.pw_uid)
     _MINE[name] = entry
-    atexit.register(remove_user, entry)
-    interpreter = Path(os.path.realpath(sys.executable))
-    with acl_lock():
-        for folder in _closed_folders(interpreter, entry.pw_uid, entry.pw_gid):
-            allow_traverse(folder, entry.pw_uid)
+    if owner == os.getpid():
+        atexit.register(remove_user, entry)
     probe = subprocess.run(["runuser", "-u", name, "--", sys.executable, "-c", "import compile_course"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
         raise RuntimeError(f"{name} still cannot run {sys.executable}: {probe.stderr.strip()[-500:]}")
     return entry
+
+
+def remove_run_user() -> None:
+    """The end of a test run: its user (named for this process) goes, if one of its workers made it."""
+    try:
+        entry = pwd.getpwnam(f"{USER_PREFIX}{os.getpid()}")
+    except KeyError:
+        return
+    remove_user(entry)
+
+
+def user_env(user: pwd.struct_passwd, home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a command run as ``user`` (``env -i``) with ``home`` as its HOME: a fresh folder
+    per test, while the grader's warm-up store is the user's own default one (``~/course-grading/``
+    of the real home), kept for the whole run as an instructor's is kept from one class to the next.
+    The first grading run of the test run warms up as this user; later ones reuse its entry (or add
+    the exercises it lacks), as ``course grade`` does."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            STORE_ENV: str(Path(user.pw_dir) / "course-grading" / ".compile-cache"), **extra}
 
 
 def can_make_users() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ordinary_user import USER, _acl_entries, can_make_users  # noqa: E402
+from ordinary_user import SESSION_ENV, USER, _acl_entries, can_make_users  # noqa: E402
 
 pytestmark = pytest.mark.skipif(bool(can_make_users()), reason=can_make_users() or "ok")
 
@@ -25,8 +25,9 @@ def _entries_for(uid: int) -> list[Path]:
 
 
 def _run(then: str = "") -> tuple[str, int, Path, subprocess.Popen]:
+    env = {k: v for k, v in os.environ.items() if k != SESSION_ENV}   # a process of its own, not of this run
     proc = subprocess.Popen([sys.executable, "-c", MAKE.format(tests=str(Path(__file__).parent), then=then)],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env=env)
     name, uid, home = proc.stdout.readline().split()
     return name, int(uid), Path(home), proc
 

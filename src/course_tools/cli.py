@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -38,8 +39,8 @@ def _relative(path: Path) -> str:
     return os.path.relpath(path, ROOT)
 
 
-def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int,
-                  allow_errors: bool = False) -> list[tuple[Path, float | None, str]]:
+def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int, allow_errors: bool = False,
+                  kernel_name: str = "python3") -> list[tuple[Path, float | None, str]]:
     """Execute notebooks (``jobs`` at a time); ``out_dir=None`` stores in place.
 
     Prints one line as each notebook finishes, so a long run shows progress.
@@ -50,7 +51,7 @@ def _execute_many(paths: list[Path], out_dir: Path | None, jobs: int,
     def one(path: Path):
         target = (out_dir / path.name) if out_dir else path
         try:
-            _, seconds = execute_notebook(path, target, allow_errors=allow_errors)
+            _, seconds = execute_notebook(path, target, allow_errors=allow_errors, kernel_name=kernel_name)
             return path, seconds, "ok"
         except Exception as exc:  # report and go on: one broken notebook must not hide the others
             return path, None, f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -104,6 +105,53 @@ def cmd_normalize(args) -> int:
     return 1 if getattr(args, "failed", False) else 0
 
 
+class SampleGrading:
+    """``course run``'s sample grading (``course_grader.samples.demo``), in a process of its own started
+    beside the lessons: its warm-up and grading use what the lesson kernels leave of the cores. Its
+    output goes to a log and is printed, whole, at its own step; :meth:`result` waits for it."""
+
+    LOG = BUILD / "samples-grading.log"
+
+    def __init__(self, jobs: int):
+        import subprocess
+
+        self.LOG.parent.mkdir(parents=True, exist_ok=True)
+        self.started = time.perf_counter()
+        self._log = self.LOG.open("w+", encoding="utf-8")
+        self.proc = subprocess.Popen([sys.executable, "-m", "course_grader.samples.demo",
+                                      "--out", str(BUILD / "samples-grading"), "--jobs", str(jobs)],
+                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.ended = self.started
+        self._watch = threading.Thread(target=self._wait, daemon=True)   # when it ended, not when asked
+        self._watch.start()
+
+    def _wait(self) -> None:
+        self.proc.wait()
+        self.ended = time.perf_counter()
+
+    def result(self) -> tuple[str, bool, float]:
+        """``(summary line, every sample as expected, seconds it took)``; prints its output."""
+        code = self.proc.wait()
+        self._watch.join()
+        seconds = self.ended - self.started
+        self._log.seek(0)
+        lines = self._log.read().splitlines()
+        self._log.close()
+        for text in lines[:-1]:
+            print(text, flush=True)
+        last = lines[-1] if lines else ""
+        if code != 0 and " of the " not in last:   # it ended before its summary: a crash, say so
+            print(last, flush=True)
+            last = f"FAILED (exit {code}; its output: {_relative(self.LOG)})"
+        return last, code == 0, seconds
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
 def print_summary(rows: list[tuple[str, str, str]]) -> None:
     """The end-of-run summary as a table as wide as the terminal (rich measures it), unfolded in a log."""
     from rich.table import Table
@@ -137,19 +185,11 @@ def cmd_run(args) -> int:
     def took(since: float) -> str:
         return f"{time.perf_counter() - since:.0f} s"
 
-    lessons = _lessons()
-    t = step(1, f"executing the {len(lessons)} lesson notebooks into build/executed/ "
-                "(proves they run here; stored outputs untouched)")
-    results = _execute_many(lessons, BUILD / "executed", args.jobs)
-    ok = sum(s == "ok" for _, _, s in results)
-    summary.append(("lessons executed", f"{ok}/{len(lessons)} ok, {took(t)}", "build/executed/"))
-    failed = ok != len(lessons)
-
+    failed = False
     from course_grader.errors import ChangedByHand
     from course_grader.exercise.release import release_all
-    from course_grader.samples.demo import grade_demo
 
-    t = step(2, "regenerating exercises/ from solutions/")
+    t = step(1, "regenerating exercises/ from solutions/")
     try:
         written = release_all(ROOT / "solutions", ROOT / "exercises")
     except ChangedByHand as exc:   # someone's answers in exercises/: never overwritten; say so and go on
@@ -160,9 +200,30 @@ def cmd_run(args) -> int:
     else:
         summary.append(("exercises regenerated", f"{len(written)}, {took(t)}", "exercises/"))
 
-    t = step(3, "grading the bundled sample submissions, one of each kind, in the sandbox")
-    line, grader_ok = grade_demo(BUILD / "samples-grading", jobs=args.jobs)
-    summary.append(("sample grading", f"{line}, {took(t)}", "build/samples-grading/feedback/index.html"))
+    lessons = _lessons()
+    t = step(2, f"executing the {len(lessons)} lesson notebooks into build/executed/ "
+                "(proves they run here; stored outputs untouched); the sample grading of step 3 starts beside them")
+    from .warm_kernels.kernelspec import warm_kernels
+
+    samples = SampleGrading(args.jobs)
+    try:
+        with warm_kernels() as kernel:   # each lesson's kernel forked from one that has imported torch (nbval's too)
+            results = _execute_many(lessons, BUILD / "executed", args.jobs, kernel_name=kernel)
+    except BaseException:   # Ctrl-C: the grading beside the lessons stops too
+        samples.stop()
+        raise
+    ok = sum(s == "ok" for _, _, s in results)
+    summary.append(("lessons executed", f"{ok}/{len(lessons)} ok, {took(t)}", "build/executed/"))
+    failed |= ok != len(lessons)
+
+    t = step(3, "grading the bundled sample submissions, one of each kind, in the sandbox (started at step 2)")
+    try:
+        line, grader_ok, seconds = samples.result()
+    except BaseException:
+        samples.stop()
+        raise
+    summary.append(("sample grading", f"{line}, {seconds:.0f} s beside the lessons ({took(t)} after them)",
+                    "build/samples-grading/feedback/index.html"))
     failed |= not grader_ok
 
     t = step(4, "building the course site from the stored outputs, with the tlparse report")

@@ -165,7 +165,6 @@ def test_course_run_never_overwrites_answers_typed_into_exercises(monkeypatch, c
     import argparse
 
     from course_grader.exercise import release
-    from course_grader.samples import demo
     from course_tools import cli
     from course_tools.site import build as site_build
 
@@ -174,14 +173,67 @@ def test_course_run_never_overwrites_answers_typed_into_exercises(monkeypatch, c
     def refuse(*args, **kwargs):
         raise release.ChangedByHand([answered])
 
-    monkeypatch.setattr(cli, "_execute_many", lambda paths, out, jobs: [(p, 1.0, "ok") for p in paths])
+    class Samples:
+        def __init__(self, jobs):
+            pass
+
+        def result(self):
+            return "8 of the 70 samples, one of each kind: 8 as expected", True, 1.0
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(cli, "_execute_many", lambda paths, out, jobs, **kw: [(p, 1.0, "ok") for p in paths])
     monkeypatch.setattr(release, "release_all", refuse)
-    monkeypatch.setattr(demo, "grade_demo", lambda *a, **k: ("8 of 70 samples: 8 as expected", True))
+    monkeypatch.setattr(cli, "SampleGrading", Samples)
     monkeypatch.setattr(site_build, "build_site", lambda out: cli.ROOT / "build" / "site" / "index.html")
     assert cli.cmd_run(argparse.Namespace(jobs=1)) == 1
     out = capsys.readouterr().out
     assert "ex02_diagnose.ipynb changed since the last release" in out and "NOT DONE" in out
     assert "course site" in out and "sample grading" in out      # the other steps still ran
+
+
+@pytest.mark.parametrize("warm, kernel", [("1", "course-warm"), ("0", "python3")])
+def test_course_run_grades_the_samples_beside_the_lessons_in_warm_kernels(monkeypatch, capsys, warm, kernel):
+    """The sample grading starts before the lessons and is waited for after them; the lessons' kernels come
+    from the warm spec (found on JUPYTER_PATH only meanwhile), or are ordinary with COURSE_WARM_KERNELS=0."""
+    import argparse
+    import os
+
+    from course_grader.exercise import release
+    from course_tools import cli
+    from course_tools.site import build as site_build
+
+    events = []
+
+    class Samples:
+        def __init__(self, jobs):
+            events.append("grading started")
+
+        def result(self):
+            events.append("grading awaited")
+            return "8 of the 70 samples, one of each kind: 8 as expected", True, 1.0
+
+        def stop(self):
+            events.append("grading stopped")
+
+    def lessons(paths, out, jobs, kernel_name="python3", **kw):
+        found = kernel_name == "python3" or any(
+            (Path(folder) / "kernels" / kernel_name / "kernel.json").is_file()
+            for folder in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if folder)
+        events.append(("lessons", kernel_name, found))
+        return [(p, 1.0, "ok") for p in paths]
+
+    monkeypatch.setenv("COURSE_WARM_KERNELS", warm)
+    before = os.environ.get("JUPYTER_PATH")
+    monkeypatch.setattr(cli, "_execute_many", lessons)
+    monkeypatch.setattr(release, "release_all", lambda *a, **k: [])
+    monkeypatch.setattr(cli, "SampleGrading", Samples)
+    monkeypatch.setattr(site_build, "build_site", lambda out: cli.ROOT / "build" / "site" / "index.html")
+    assert cli.cmd_run(argparse.Namespace(jobs=2)) == 0
+    assert events == ["grading started", ("lessons", kernel, True), "grading awaited"]
+    assert os.environ.get("JUPYTER_PATH") == before
+    assert "8 as expected" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- output for logs as well as terminals
@@ -282,8 +334,9 @@ def test_ctrl_c_prints_one_line_that_says_how_to_go_on(tmp_path):
     import signal
     import time
 
-    path = tmp_path / "slow.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(120)")]), path)
+    path, running = tmp_path / "slow.ipynb", tmp_path / "running"
+    nbformat.write(new_notebook(cells=[new_code_cell(f"import pathlib, time\npathlib.Path({str(running)!r}).touch()\n"
+                                                     "time.sleep(120)")]), path)
     # A shell without job control starts background commands with SIGINT ignored, and Python keeps an ignored
     # SIGINT ignored: give the command the default, as a terminal's foreground command has it.
     proc = subprocess.Popen([str(COURSE), "execute", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -292,7 +345,10 @@ def test_ctrl_c_prints_one_line_that_says_how_to_go_on(tmp_path):
     try:
         first = proc.stdout.readline()              # "running 1 notebook(s) ..."
         assert "running 1 notebook" in first
-        time.sleep(8)                                # the kernel starts and runs the cell
+        deadline = time.monotonic() + 300            # the kernel starts and runs the cell: it says so
+        while not running.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert running.exists(), "the cell never started"
         os.killpg(proc.pid, signal.SIGINT)           # what Ctrl-C sends: the whole foreground group
         out, err = proc.communicate(timeout=120)
     finally:

@@ -140,16 +140,23 @@ def test_openmp_and_inductor_run_in_a_warm_kernel(kernels, warm_spec):
         assert pool == "True"
 
 
-def test_a_warm_kernel_can_be_interrupted_and_stopped(kernels, warm_spec):
+def test_a_warm_kernel_can_be_interrupted_and_stopped(kernels, warm_spec, tmp_path):
     warm = kernels(warm_spec)
     assert warm.km.provisioner.forked
     pid = warm.km.provisioner.pid
     # stop_on_error=False, as nbval sends every cell: otherwise ipykernel aborts the requests that reach
     # it before it has finished handling the error (the interrupt), and whether the next one does is a race
-    msg_id = warm.kc.execute("import time; time.sleep(120)", stop_on_error=False)
-    time.sleep(1)
+    running = tmp_path / "running"
+    msg_id = warm.kc.execute(f"import pathlib, time; pathlib.Path({str(running)!r}).touch(); time.sleep(120)",
+                             stop_on_error=False)
+    deadline = time.monotonic() + 120              # interrupt the cell once it runs, not its arrival
+    while not running.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running.exists(), "the cell never started"
     warm.km.interrupt_kernel()
-    reply = warm.kc.get_shell_msg(timeout=60)
+    # a late kernel_info reply may come first: wait_for_ready asks again each second until one is answered
+    while (reply := warm.kc.get_shell_msg(timeout=60))["msg_type"] == "kernel_info_reply":
+        pass
     assert reply["parent_header"]["msg_id"] == msg_id
     assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
     text, content = warm.run("print(6 * 7)")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from ordinary_user import cannot_grade_as_user, ordinary_user
+from ordinary_user import cannot_grade_as_user, ordinary_user, user_env
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = Path(sys.executable).with_name("course")
@@ -50,8 +50,7 @@ def home(user):
 
 
 def as_user(user, home: Path, *command: str, timeout: float = 1500) -> subprocess.CompletedProcess:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = user_env(user, home)
     return subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
                            *command], cwd=home, capture_output=True, text=True, timeout=timeout)
 

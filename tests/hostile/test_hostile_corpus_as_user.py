@@ -1,7 +1,8 @@
 """The hostile corpus graded by an ordinary user (confined in user namespaces, no cgroups), in one batch:
 the same fair verdicts as root, no grader fault, plus a file the user cannot read.
 
-Slower than the root run (a created user, its own warm-up). Needs root to create the user
+Slower than the root run (a created user; the run's first grading as that user warms up, in whichever
+test comes first: ``ordinary_user.user_env``). Needs root to create the user
 (``tests/ordinary_user.py``) and a kernel that allows user namespaces.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from judge import ROOT, Verdicts, expected_verdicts, grader_traceback, make_class, undeserved
 
-from ordinary_user import cannot_grade_as_user, ordinary_user
+from ordinary_user import cannot_grade_as_user, ordinary_user, user_env
 
 COURSE = Path(sys.executable).with_name("course")
 EXPECTED = expected_verdicts(unreadable=True)
@@ -35,8 +36,7 @@ def graded():
     assert set(expected) == set(EXPECTED)
     for path in [home, *(home / "class").rglob("*")]:
         os.lchown(path, user.pw_uid, user.pw_gid)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = user_env(user, home)
     result = subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i",
                              *(f"{k}={v}" for k, v in env.items()), str(COURSE), "grade", "run", str(home / "class"),
                              "--out", str(home / "out"), "--no-progress", "--jobs", "2",

@@ -149,6 +149,6 @@ class Terminal:
         while not (rc_file.exists() and rc_file.read_text().strip()):
             if time.monotonic() > deadline:
                 pytest.fail(f"`{command}` typed in the Lab terminal did not finish in {timeout_s:.0f} s")
-            time.sleep(1)
+            time.sleep(0.2)
         self.page.wait_for_timeout(500)
         return int(rc_file.read_text().strip()), (self.home / ".hub-test" / f"{n}.out").read_text(errors="replace")

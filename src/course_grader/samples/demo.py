@@ -141,3 +141,24 @@ def grade_demo(out_dir: Path = BUILD / "samples-grading", jobs: int | None = Non
     line = (f"{len(chosen)} of the {len(every)} samples, one of each kind: {len(chosen) - len(wrong)} as expected"
             f"{f', {len(problems)} PROBLEMS' if problems else ''} ({new} graded now, {unchanged} unchanged)")
     return line, not problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m course_grader.samples.demo [--out DIR] [--jobs N]``: :func:`grade_demo`, its summary line
+    last; exit 0 when every sample got its expected verdict (``course run`` starts it beside the lessons)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m course_grader.samples.demo", allow_abbrev=False,
+                                     description="grade one bundled sample of each kind, as course run does")
+    parser.add_argument("--out", type=Path, default=BUILD / "samples-grading")
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args(argv)
+    line, ok = grade_demo(args.out, jobs=args.jobs, progress=False)
+    print(line, flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -35,10 +35,12 @@ def stop_kernels() -> int:
     return stopped
 
 
-def execute_notebook(path: Path, write_to: Path | None = None, allow_errors: bool = False):
+def execute_notebook(path: Path, write_to: Path | None = None, allow_errors: bool = False,
+                     kernel_name: str = "python3"):
     """Execute ``path`` top to bottom; write the normalized result to ``write_to``.
 
-    ``write_to`` defaults to ``path`` itself (store outputs in place).
+    ``write_to`` defaults to ``path`` itself (store outputs in place). ``kernel_name``: ``course run``
+    gives the warm spec (``course_tools.warm_kernels``), as the tests' nbval does.
     Returns ``(notebook, seconds)``. Cells tagged ``raises-exception`` may raise.
     """
     path = Path(path)
@@ -46,7 +48,7 @@ def execute_notebook(path: Path, write_to: Path | None = None, allow_errors: boo
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
+        kernel_name=kernel_name,
         allow_errors=allow_errors,
         record_timing=False,
         # The kernel listens on localhost only; its TCP-without-encryption notice is noise here.
