@@ -7,6 +7,7 @@
   course lab [ARGS...]        JupyterLab on work/, opened at lesson 01 (ARGS go to jupyter lab)
   course release [--check]    regenerate exercises/ from solutions/
   course publish DEST         the student edition: a git repository without solutions or hidden tests
+  course hub-env [PREFIX]     the hub's shared environment for students' servers, from the edition (no solutions)
   course seal [--check]       close solutions/, tests/, build/ and .git of a shared checkout to all but their owner
   course grade DIR [...]      grade a folder of student submissions
   course check FILE           a student's notebook: what the grader will say, public tests included
@@ -208,6 +209,9 @@ def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["publish"]:
         from course_grader.exercise.publish import main as publish_main
         return publish_main(argv[1:])
+    if argv[:1] == ["hub-env"]:
+        from .hub_env.cli import main as hub_env_main
+        return hub_env_main(argv[1:])
     if argv[:1] == ["seal"]:
         from course_grader.exercise.seal import main as seal_main
         return seal_main(argv[1:])
@@ -262,6 +266,8 @@ def _dispatch(argv: list[str]) -> int:
     p_norm.set_defaults(func=cmd_normalize)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
     sub.add_parser("publish", help="the student edition as a git repository (see course publish --help)")
+    sub.add_parser("hub-env", help="build the hub's shared environment for students' servers from the student "
+                   "edition (see course hub-env --help)")
     sub.add_parser("seal", help="close the instructor's folders of a shared checkout to others (course seal --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("check", help="check a notebook as the grader will (see course check --help)")
