@@ -228,8 +228,8 @@ def _dispatch(argv: list[str]) -> int:
         from course_grader.ui.restore import main as restore_main
         return restore_main(argv[1:])
     if argv[:1] == ["submit"]:
-        from course_exchange.client import in_hub_session
-        if "--student" not in argv and in_hub_session():   # on the class's hub: hand in through its exchange
+        from course_exchange.client import on_a_hub
+        if on_a_hub():   # on the class's hub: through its exchange, or not at all (never a local file)
             from course_exchange.cli import submit_main as hub_submit_main
             return hub_submit_main(argv[1:])
         from course_grader.ui.submit import submit_main

@@ -293,6 +293,7 @@ def _instructor_action(args, out: Path, gradebook: Path) -> int:
 def _hand_back(args) -> int:
     from course_grader.results.gradebook import Gradebook
     from course_grader.results.handback import HandBackError, hand_back
+    from course_grader.ui.hints import after_hand_back
 
     out = args.hand_back
     gradebook = args.gradebook or out / "gradebook.sqlite"
@@ -314,6 +315,7 @@ def _hand_back(args) -> int:
     say(f"hand-back: {len(done.folders)} student folders in {to}/ (STUDENT/index.html and one page per exercise"
         f"{'; STUDENT.zip beside each' if done.zips else ''}). Give each student their own folder, not {to}/ itself.")
     say(f"LMS files: {', '.join(str(p) for p in done.lms)}")
+    say(after_hand_back(out, to))
     return 0
 
 

@@ -184,7 +184,15 @@ def build(prefix: Path, edition: str, *, python: Path | None = None, source: Pat
           root: Path = ROOT, solutions: Path | None = None, branch: str = "main",
           say: Callable[[str], None] = print) -> Built:
     """Build the environment at ``prefix`` (see the module's docstring); raises ``BuildError``."""
-    started = time.monotonic()
+    started = last = time.monotonic()
+
+    def took() -> str:
+        """Seconds since the previous call: the time of the step a line reports."""
+        nonlocal last
+        now, before = time.monotonic(), last
+        last = now
+        return f"({now - before:.0f} s)"
+
     prefix, source = Path(prefix), Path(source or sys.prefix)
     minor = f"{sys.version_info[0]}.{sys.version_info[1]}"
     base = choose_python(python, say)
@@ -198,14 +206,14 @@ def build(prefix: Path, edition: str, *, python: Path | None = None, source: Pat
         if done.returncode != 0:
             raise BuildError(f"{base} -m venv {prefix} failed: {done.stderr.strip()[:300]}")
         say(f"hub-env [3/6] a venv at {prefix}; the third-party packages of the edition's requirements.lock, "
-            f"from {source} (hard links where safe: no download)")
+            f"from {source} (hard links where safe: no download) {took()}")
         try:
             lock = parse((tree / "requirements.lock").read_text(encoding="utf-8"))
             linked = link_packages(source, site_packages(source, minor), prefix, site_packages(prefix, minor), lock)
         except (LinkError, OSError, ValueError) as exc:
             raise BuildError(str(exc)) from exc
         say(f"          {len(linked.packages)} packages: {linked.linked} files linked, {linked.copied} copied, "
-            f"{linked.scripts} scripts")
+            f"{linked.scripts} scripts {took()}")
         if linked.left_out:
             say(f"          left out (not in the lock): {', '.join(linked.left_out)}")
         say("hub-env [4/6] the course's packages from the edition, non-editable (pip install --no-deps)")
@@ -214,13 +222,14 @@ def build(prefix: Path, edition: str, *, python: Path | None = None, source: Pat
                                "--root-user-action=ignore", str(tree)], capture_output=True, text=True)
         if done.returncode != 0:
             raise BuildError(f"pip could not install the edition's packages: {(done.stderr or done.stdout)[-800:]}")
+        say(f"          installed {took()}")
         settings = tree / "lab" / "settings"
         if settings.is_dir():
             shutil.copytree(settings, prefix / "share" / "jupyter" / "lab" / "settings", dirs_exist_ok=True)
     _open_everything(prefix)
     say("hub-env [5/6] scanning the installed environment: solutions, hidden tests' lines, instructor-only modules")
     found = audit(prefix, root=root, solutions=solutions)
-    say(f"          {found.scanned}")
+    say(f"          {found.scanned} {took()}")
     if found.problems:
         raise Leaked("the environment holds what students must not read (it is left incomplete; the hub "
                          "will not use it): " + "; ".join(found.problems[:5])
