@@ -75,42 +75,51 @@ def link_packages(source_prefix: Path, source_site: Path, dest_prefix: Path, des
     """Put every locked package of the venv ``source_prefix`` into the venv ``dest_prefix``."""
     dists, left_out = locked_distributions(source_site, lock)
     done = Linked(left_out=left_out)
-    source_prefix, dest_prefix = Path(os.path.realpath(source_prefix)), Path(dest_prefix)
-    python = dest_prefix / "bin" / "python"
+    # path strings, not Path objects: about 55,000 files, and pathlib's parsing was most of the time
+    source_top, source_site = os.path.realpath(source_prefix) + os.sep, os.path.realpath(source_site)
+    dest_top, dest_site = str(dest_prefix) + os.sep, str(dest_site)
+    python = Path(dest_prefix) / "bin" / "python"
     device = os.stat(dest_prefix).st_dev
+    made: set[str] = set()
     for dist in dists:
         if dist.files is None:
             raise LinkError(f"{dist.metadata['Name']} {dist.version} has no RECORD in {source_site}: its files "
                             "are not known; reinstall it in the instructor's venv with pip")
         for entry in dist.files:
-            source = Path(os.path.normpath(Path(os.path.realpath(source_site)) / entry))
-            rel = source.relative_to(source_prefix) if source.is_relative_to(source_prefix) else None
-            if rel is None or not source.is_file():
-                continue                     # outside the venv, or listed and gone (a .pyc never written)
-            target = Path(os.path.normpath(dest_site / entry))
-            if not target.is_relative_to(dest_prefix):
+            source = os.path.normpath(os.path.join(source_site, str(entry)))
+            try:
+                st = os.stat(source)
+            except OSError:
+                continue                     # listed and gone (a .pyc never written)
+            if not source.startswith(source_top) or not stat.S_ISREG(st.st_mode):
+                continue                     # outside the venv
+            target = os.path.normpath(os.path.join(dest_site, str(entry)))
+            if not target.startswith(dest_top):
                 raise LinkError(f"{dist.metadata['Name']}'s RECORD names {entry}, outside the environment")
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-            if rel.parts[0] == "bin":
-                _write_script(source, target, python)
+            if (parent := os.path.dirname(target)) not in made:
+                os.makedirs(parent, mode=0o755, exist_ok=True)
+                made.add(parent)
+            if source[len(source_top):].startswith(f"bin{os.sep}"):
+                _write_script(Path(source), Path(target), python)
                 done.scripts += 1
-            elif _safe_to_link(source, device):
-                if target.exists():
-                    target.unlink()
-                os.link(source, target)
+            elif _safe_to_link(st, device):
+                try:
+                    os.link(source, target)
+                except FileExistsError:      # two packages list one file (a shared namespace's __init__)
+                    os.unlink(target)
+                    os.link(source, target)
                 done.linked += 1
             else:
                 shutil.copy2(source, target)
-                _open_to_all(target)
+                _open_to_all(Path(target))
                 done.copied += 1
         done.packages.append(f"{dist.metadata['Name']}=={dist.version}")
     return done
 
 
-def _safe_to_link(source: Path, device: int) -> bool:
+def _safe_to_link(st: os.stat_result, device: int) -> bool:
     """A file the new environment may share: same file system, ours, writable by nobody else, readable
     (and, if it is a program, runnable) by everyone."""
-    st = source.stat()
     mode = stat.S_IMODE(st.st_mode)
     runnable_ok = not mode & stat.S_IXUSR or mode & stat.S_IXOTH
     return (st.st_dev == device and st.st_uid == os.geteuid() and not mode & 0o022 and bool(mode & stat.S_IROTH)

@@ -57,9 +57,10 @@ def instructor_only(root: Path = ROOT) -> tuple[set[str], set[str]]:
     return folders, files
 
 
-def trusted_files(prefix: Path) -> tuple[set[Path], int]:
-    """Files of the third-party packages installed in ``prefix`` that are as their RECORD lists them."""
-    trusted: set[Path] = set()
+def trusted_files(prefix: Path) -> tuple[set[str], int]:
+    """Files (as path strings) of the third-party packages installed in ``prefix`` that are as their RECORD
+    lists them. Strings, not ``Path`` objects: tens of thousands of files, and pathlib was most of the time."""
+    trusted: set[str] = set()
     packages = 0
     for site in sorted(Path(prefix).glob("lib/python*/site-packages")):
         for dist in md.distributions(path=[str(site)]):
@@ -67,24 +68,28 @@ def trusted_files(prefix: Path) -> tuple[set[Path], int]:
                 continue
             packages += 1
             for entry in dist.files:
-                path = Path(os.path.normpath(site / entry))
-                if path.suffix == ".pyc" and "__pycache__" in path.parts:
+                path = os.path.normpath(os.path.join(site, str(entry)))
+                if path.endswith(".pyc") and f"{os.sep}__pycache__{os.sep}" in path:
                     trusted.add(path)
-                elif entry.size is not None and path.is_file() and path.stat().st_size == entry.size:
-                    trusted.add(path)
+                elif entry.size is not None:
+                    try:
+                        if os.stat(path).st_size == entry.size:
+                            trusted.add(path)
+                    except OSError:
+                        continue
     return trusted, packages
 
 
-def _module_hit(rel: str, folders: set[str], files: set[str]) -> str | None:
-    for folder in folders:
-        if f"/{folder}/" in f"/{rel}":
-            return folder
-    for name in files:
-        stem = name[:-3]
-        cached = f"{Path(stem).parent.as_posix()}/__pycache__/{Path(stem).name}."
-        if rel.endswith(f"/{name}") or f"/{cached}" in f"/{rel}":
-            return name
-    return None
+def module_patterns(folders: set[str], files: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(parts a path may contain, endings a path may have)`` that name an instructor-only module: its
+    folder, the file itself, or the bytecode Python compiles for it (``__pycache__/NAME.cpython-*.pyc``)."""
+    parts = [f"/{folder}/" for folder in sorted(folders)]
+    endings = []
+    for name in sorted(files):
+        folder, _, stem = name[:-len(".py")].rpartition("/")
+        endings.append(f"/{name}")
+        parts.append(f"/{folder}/__pycache__/{stem}." if folder else f"/__pycache__/{stem}.")
+    return tuple(parts), tuple(endings)
 
 
 def audit(prefix: Path, root: Path = ROOT, solutions: Path | None = None) -> Audit:
@@ -100,20 +105,23 @@ def audit(prefix: Path, root: Path = ROOT, solutions: Path | None = None) -> Aud
             if path.is_file():
                 answers[hashlib.sha256(path.read_bytes()).hexdigest()] = path.relative_to(solutions.parent).as_posix()
     trusted, packages = trusted_files(prefix)
+    parts, endings = module_patterns(folders, files)
     problems, read = [], 0
-    for folder, _dirs, names in os.walk(prefix):
+    top = str(prefix)
+    for folder, _dirs, names in os.walk(top):
         for name in names:
-            path = Path(folder) / name
-            rel = path.relative_to(prefix).as_posix()
-            if (hit := _module_hit(rel, folders, files)) is not None:
-                problems.append(f"{rel}: an instructor-only module ({hit}, which the edition leaves out)")
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, top)
+            if any(p in f"/{rel}" for p in parts) or f"/{rel}".endswith(endings):
+                problems.append(f"{rel}: an instructor-only module (a file the edition leaves out)")
                 continue
-            if path in trusted or path.is_symlink() or not path.is_file():
+            if path in trusted or os.path.islink(path) or not os.path.isfile(path):
                 continue
-            if path.stat().st_size > MAX_READ_BYTES:
-                problems.append(f"{rel}: {path.stat().st_size} bytes in no package's RECORD (not read)")
+            if (size := os.path.getsize(path)) > MAX_READ_BYTES:
+                problems.append(f"{rel}: {size} bytes in no package's RECORD (not read)")
                 continue
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
             read += 1
             if (same := answers.get(hashlib.sha256(data).hexdigest())) is not None:
                 problems.append(f"{rel}: the same bytes as {same}")
