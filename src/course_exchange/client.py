@@ -57,6 +57,10 @@ class Exchange:
             raise ExchangeError("this is a JupyterHub session, but no course exchange is named for it (no "
                                 "$COURSE_EXCHANGE_URL): the hub's administrator adds the exchange to the hub "
                                 "(docs/hub-admins.md)")
+        if url and not token:
+            raise ExchangeError(f"no token for the exchange at {url}: a Lab terminal on the hub has "
+                                "$JUPYTERHUB_API_TOKEN; elsewhere set $COURSE_EXCHANGE_TOKEN to a token made on the "
+                                "hub's token page (/hub/token)")
         if not url or not token:
             raise ExchangeError("not in a hub session: no $COURSE_EXCHANGE_URL and $JUPYTERHUB_API_TOKEN (run this "
                                 "in a terminal of your Lab on the class's hub, or hand in the single-machine way: "
