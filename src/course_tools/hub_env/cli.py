@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     except PublishError as exc:
         print(f"course hub-env: the edition could not be published: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:      # most often: PREFIX under /opt, not run as root
+        print(f"course hub-env: {exc.filename or prefix}: {exc.strerror or exc} (build it as root, as "
+              "`sudo make hub-env`, or give a PREFIX you can write)", file=sys.stderr)
+        return 2
     print(f"next: make hub   (it runs the students' servers from {prefix}; COURSE_HUB_ENV={prefix} names it "
           "when it is not the default)")
     return 0
