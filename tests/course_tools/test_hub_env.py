@@ -179,9 +179,14 @@ def test_the_scan_finds_each_thing_planted_and_passes_when_it_is_gone(built):
     assert check(prefix).returncode == 0
 
 
-def test_the_hub_start_accepts_its_python(built):
+def test_the_hub_start_takes_it_and_accepts_its_python(built, monkeypatch, capsys):
     prefix, edition = built
     start = runpy.run_path(str(ROOT / "hub" / "start.py"))
+    monkeypatch.setenv("COURSE_HUB_ENV", str(prefix))
+    built_at = (prefix / MARK).stat().st_mtime_ns
+    assert start["ensure_environment"](str(edition), False) == prefix       # users mode, as make hub runs it
+    assert (prefix / MARK).stat().st_mtime_ns == built_at                   # built from this commit: kept
+    assert f"students' environment: {prefix}, built" in capsys.readouterr().out
     start["check_reachable"](str(edition), prefix / "bin" / "python")      # raises SystemExit(2) when closed
 
 
