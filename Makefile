@@ -135,9 +135,20 @@ lab: $(STAMP)
 lab-panel: $(STAMP)
 	$(BIN)/python -m course_tools.lab_panel.build
 
+## hub-env: the students' shared environment of the hub (course hub-env), as TLJH's /opt/tljh/user: a venv at PREFIX
+##          (default /opt/torch-compile-course/env) with the student edition's packages installed non-editable and the
+##          third-party ones hard-linked from .venv (no download; about a minute), scanned for solutions, hidden tests'
+##          lines and instructor-only modules. Run as root. make hub builds it when missing:  make hub-env PREFIX=/srv/env
+PREFIX ?=
+.PHONY: hub-env
+hub-env: $(STAMP)
+	$(BIN)/course hub-env $(PREFIX)
+
 ## hub: the class's JupyterHub on this machine (hub/jupyterhub_config.py, sqlite, configurable-http-proxy from npm).
 ##      As root: students log in with their Unix accounts, each server runs as its student. Otherwise a DEMO with
 ##      no isolation on disk between students. Prints the nbgitpuller link for students (docs/hub-instructors.md).
+##      As root, students' servers run from the hub-env environment (built first when missing; COURSE_HUB_ENV=DIR
+##      names another, e.g. sudo COURSE_HUB_ENV=/srv/env make hub).
 .PHONY: hub
 hub: $(STAMP)
 	$(BIN)/python hub/start.py

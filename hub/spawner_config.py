@@ -21,8 +21,11 @@ Two modes:
   every other student's files. The hub says so loudly when it starts. Never for a class.
 
 In both modes the course's environment is installed once and shared: every server runs
-``jupyterhub-singleuser`` from the environment that runs the hub (``COURSE_HUB_ENV`` names
-another), with its ``bin/`` first on ``PATH``, so a Lab terminal finds ``course``. nbgitpuller
+``jupyterhub-singleuser`` from ``COURSE_HUB_ENV`` (``make hub`` sets it: in users mode to the
+students' environment that ``course hub-env`` builds from the edition, ``/opt/torch-compile-course/env``
+by default; in the demo, and for a hub started without it, the environment that runs the hub), with
+its ``bin/`` first on ``PATH``, so a Lab terminal finds ``course``, and ``COURSE_ROOT`` naming the
+student's copy of the course (the packages of that environment are installed, not a checkout). nbgitpuller
 (a server extension installed in that environment) brings the course: the server's default URL
 is the nbgitpuller link, which clones the student edition into ``~/torch-compile-course`` on a
 first visit, merges the course's new commits on later ones (keeping the student's edits), and
@@ -35,7 +38,8 @@ Settings, from the environment:
 ``COURSE_HUB_BRANCH``    its branch (default ``main``)
 ``COURSE_HUB_COURSES``   course ids, comma-separated (default ``tcc``), for the Unix groups above
 ``COURSE_HUB_DEMO``      ``1``: demo mode even as root; ``COURSE_HUB_DEMO_PASSWORD`` its password
-``COURSE_HUB_ENV``       the shared environment's folder (default: the one running the hub)
+``COURSE_HUB_ENV``       the shared environment's folder (default: the one running the hub; ``make hub``
+                         sets it, see above)
 ``COURSE_HUB_SHARED``    a folder every student can read, for what the hub gives their servers
                          (default ``<checkout>/build/hub-shared``): a git config naming the edition
                          a safe directory (git refuses a local repository owned by someone else)
@@ -127,15 +131,21 @@ def before_spawn(spawner) -> None:
 c.Spawner.cmd = [str(ENVIRONMENT / "bin" / "jupyterhub-singleuser")]
 c.Spawner.environment.update({
     "PATH": f"{ENVIRONMENT / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-    # `course check/submit` in a Lab terminal: the student's copy of the course is their workspace
+    # `course check/submit` in a Lab terminal: the student's copy of the course is their workspace, and the
+    # course folder of the environment's installed packages (an editable checkout keeps its own)
     "COURSE_WORKSPACE": lambda spawner: str(home_of(spawner) / TARGET),
+    "COURSE_ROOT": lambda spawner: str(home_of(spawner) / TARGET),
 })
 if (_gitconfig := students_gitconfig()) is not None:
     c.Spawner.environment.update({"GIT_CONFIG_SYSTEM": str(_gitconfig)})
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = nbgitpuller_path(EDITION, BRANCH)            # /user/NAME/ pulls the course, then opens lesson 01
+# the course's Lab settings (no news pop-up): course hub-env puts them where Lab looks, in its environment
+LAB_SETTINGS = ENVIRONMENT / "share" / "jupyter" / "lab" / "settings"
+if not (LAB_SETTINGS / "overrides.json").is_file():
+    LAB_SETTINGS = CHECKOUT / "lab" / "settings"
 c.Spawner.args = [
-    f"--LabApp.app_settings_dir={CHECKOUT / 'lab' / 'settings'}",   # the course's Lab settings: no news pop-up
+    f"--LabApp.app_settings_dir={LAB_SETTINGS}",
     # a Lab terminal is bash, not a login shell: a login shell reads /etc/profile, whose PATH drops
     # the shared environment (and with it `course`)
     "--ServerApp.terminado_settings=shell_command=/bin/bash",

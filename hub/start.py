@@ -11,10 +11,16 @@ What it does before it starts the hub, each step printed:
 3. the mode (hub/spawner_config.py): as root, real Unix users (PAM logins, each server run as its
    student); otherwise a DEMO with no isolation on disk, with a shared password (one is made up
    and printed when ``COURSE_HUB_DEMO_PASSWORD`` is not set);
-4. in users mode, whether the students can reach what they need: the shared environment's Python
-   and the edition must be readable by other users (it says which folder is closed, and how to open
-   it or where to install instead);
-5. as root, the exchange's own Unix user (``COURSE_EXCHANGE_USER``, default ``course-exchange``): a
+4. the students' environment, which their servers run (``COURSE_HUB_ENV`` for hub/spawner_config.py):
+   in users mode the one ``course hub-env`` builds from the edition, ``/opt/torch-compile-course/env``
+   (``COURSE_HUB_ENV`` names another place), built when it is missing or was built from another commit
+   of the edition (about a minute: the packages are hard-linked from this venv); it holds no solution,
+   hidden test or instructor-only module. ``COURSE_HUB_ENV`` set to a venv course hub-env did not make
+   (TLJH's ``/opt/tljh/user``) is used as it is. In the demo, this venv (no isolation there anyway);
+5. in users mode, whether the students can reach what they need: the environment's Python and the
+   edition must be readable by other users (it says which folder is closed, and how to open it or
+   where to install instead);
+6. as root, the exchange's own Unix user (``COURSE_EXCHANGE_USER``, default ``course-exchange``): a
    system user with no login shell, created when it is missing, whose home holds the exchange's
    storage; the hub starts the exchange as that user, never as root;
 6. with ``COURSE_HUB_LTI`` (the LTI 1.3 settings file, docs/hub-admins.md): the file is read (a bad one
@@ -73,15 +79,35 @@ def ensure_edition() -> str:
     return str(edition)
 
 
-def closed_to_others(path: Path, need: int) -> Path | None:
-    """The first folder on the way to ``path`` (or ``path``) that other users cannot pass or read."""
-    path = Path(os.path.realpath(path))
-    for folder in [*reversed(path.parents), path]:
-        mode = folder.stat().st_mode
-        wanted = need if folder == path else stat.S_IXOTH
-        if mode & wanted != wanted:
-            return folder
-    return None
+def ensure_environment(edition: str, demo: bool) -> Path:
+    """The students' environment (step 4 of the module's docstring), named in ``COURSE_HUB_ENV``."""
+    from course_tools.hub_env.build import DEFAULT_PREFIX, MARK, read_mark   # the hub runs in the instructor's venv
+
+    chosen = os.environ.get("COURSE_HUB_ENV")
+    if demo and not chosen:
+        step(f"students' environment: {sys.prefix}, the one running the hub (the demo; a class's hub runs "
+             "as root from the environment `make hub-env` builds)")
+        return Path(sys.prefix)
+    prefix = Path(chosen or DEFAULT_PREFIX)
+    mark = read_mark(prefix)
+    if chosen and not (prefix / MARK).exists() and (prefix / "bin" / "jupyterhub-singleuser").exists():
+        step(f"students' environment: {prefix} (COURSE_HUB_ENV; not built by course hub-env, so not scanned)")
+        return prefix
+    commit = subprocess.run(["git", "-c", f"safe.directory={edition}", "-C", edition, "rev-parse", "--short=12",
+                             "HEAD"], capture_output=True, text=True).stdout.strip() if "://" not in edition else ""
+    if mark is not None and (not commit or mark.get("commit") == commit):
+        step(f"students' environment: {prefix}, built {mark.get('built')} from the edition at {mark.get('commit')} "
+             "(course hub-env: no solutions, hidden tests or instructor-only modules)")
+    else:
+        why = "missing" if mark is None else f"built from {mark.get('commit')}, the edition is now at {commit}"
+        step(f"students' environment: building {prefix} ({why}): course hub-env, about a minute")
+        done = subprocess.run([str(BIN / "course"), "hub-env", str(prefix), "--edition", edition], cwd=CHECKOUT)
+        if done.returncode != 0:
+            print(f"[hub] cannot start: the students' environment {prefix} could not be built (above)",
+                  file=sys.stderr, flush=True)
+            raise SystemExit(2)
+    os.environ["COURSE_HUB_ENV"] = str(prefix)
+    return prefix
 
 
 def check_reachable(edition: str, python: Path | None = None) -> None:
@@ -90,12 +116,15 @@ def check_reachable(edition: str, python: Path | None = None) -> None:
     A student's server runs this environment's Python and clones the edition; when either is closed to other
     users the hub used to start and every login failed (the hub trial: a venv whose interpreter lay under
     root's home, ``PermissionError: '.venv/bin/python'``)."""
+    from course_tools.hub_env.reach import closed_to_others
+
     python = Path(os.path.realpath(python or sys.executable))
     problems = []
     if (closed := closed_to_others(python, stat.S_IXOTH)) is not None:
         problems.append(f"students cannot run the shared environment's Python ({python}): {closed} is closed to "
-                        "other users. Install the course's environment where every user can read it (as TLJH does "
-                        "in /opt/tljh/user; see docs/hub-admins.md), or open that folder (chmod o+x)")
+                        "other users. Build the students' environment where every user can read it, from a Python "
+                        "they can run (make hub-env PREFIX=/opt/torch-compile-course/env; see docs/hub-admins.md), "
+                        "or open that folder (chmod o+x)")
     if "://" not in edition and (closed := closed_to_others(Path(edition), stat.S_IROTH | stat.S_IXOTH)):
         problems.append(f"students cannot read the student edition: {closed} is closed to other users "
                         "(publish it under a folder everyone can read, e.g. /srv/torch-compile-course-edition)")
@@ -166,7 +195,9 @@ def main() -> int:
         step(f"mode: DEMO (every server runs as you, with NO isolation on disk between students); {login}")
     else:
         step("mode: users (as root: students log in with their Unix account; each server runs as its student)")
-        check_reachable(edition)
+    environment = ensure_environment(edition, demo)
+    if not demo:
+        check_reachable(edition, environment / "bin" / "python")
         if reminder := seal_reminder():
             step(reminder)
     if os.geteuid() == 0:

@@ -2,7 +2,9 @@
 
 Students:
   course submit FILE [--course C]          hand FILE in through the exchange (no --student: the hub
-                                           knows who you are); lists your hand-ins of that exercise
+                                           knows who you are); on a hub this is the only way: a
+                                           --student other than yours, --out, or an exchange that
+                                           cannot be reached hands nothing in and says why
   course handins [--course C]              your hand-ins: time, sha256, late, which one counts
   course feedback [COURSE] [--to DIR]      your returned feedback into DIR (default ~/feedback/COURSE/,
                                            which Lab's file browser shows: open index.html there)
@@ -10,7 +12,7 @@ Instructors (members of the hub group course-C-instructors):
   course deadlines COURSE [exNN=TIME ...]  show or set deadlines (ISO 8601 with a zone; exNN=none removes)
   course collect COURSE --to DIR           the hand-ins that count, as STUDENT__exNN_slug.ipynb files that
                                            `course grade run DIR` reads as they are
-  course return COURSE HANDBACK_DIR [--grades CSV]
+  course return [COURSE] HANDBACK_DIR [--grades CSV]
                                            each student's folder of `course grade hand-back OUT --to
                                            HANDBACK_DIR` and their score (OUT/lms/grades.csv) to the exchange
 """
@@ -64,22 +66,33 @@ def submit_main(argv: list[str] | None = None) -> int:
                           "says who you are). Outside a hub: course submit FILE --student ID.")
     p.add_argument("file", type=Path, help="your notebook, e.g. exercises/ex02_diagnose.ipynb")
     p.add_argument("--course", help="the course id (default: your only course on this hub)")
+    p.add_argument("--student", help="not needed on the hub, which knows who you are; if given, it must be your "
+                                     "hub user name")
+    p.add_argument("--out", type=Path, help=argparse.SUPPRESS)   # the single-machine form's; refused here
     args = p.parse_args(argv)
+    if args.out is not None:
+        return _fail("submit", f"nothing was handed in: on the class's hub a hand-in goes to the exchange, where your "
+                               f"instructor collects it, and --out {args.out} would write a file nobody collects. "
+                               f"Run: course submit {shlex.quote(str(args.file))}", 2)
     try:
         data = args.file.read_bytes()
     except OSError as exc:
         return _fail("submit", f"{args.file}: {exc.strerror}", 2)
     try:
         ex = Exchange.from_env()
+        if args.student is not None and args.student != (me := ex.me()["user"]):
+            return _fail("submit", f"nothing was handed in: on the class's hub you hand in as your hub user, {me}, "
+                                   f"not {args.student}. Run: course submit {shlex.quote(str(args.file))}", 2)
         course = ex.course(args.course)
         saved = datetime.fromtimestamp(args.file.stat().st_mtime).astimezone()
         print(f"handing in {args.file} as saved on disk at {_when(saved)} to course {course} "
               "(anything typed in Lab since the last save is not handed in)")
         reply = ex.hand_in(course, args.file, data)
-    except ExchangeError as exc:
+    except ExchangeError as exc:   # said as the exchange said it, and never "handed in"
+        why = f"nothing was handed in: {exc}"
         if exc.status == 422:
-            return _fail("submit", exc)
-        return _fail("submit", exc, 2 if exc.status in (0, 400, 401, 403, 404) else 1)
+            return _fail("submit", why)
+        return _fail("submit", why, 2 if exc.status in (0, 400, 401, 403, 404) else 1)
     h = reply["handin"]
     for w in reply["warnings"]:
         print(f"warning: {w}")
@@ -231,7 +244,7 @@ def _scores(grades: Path) -> dict[str, dict]:
 
 def return_main(argv: list[str] | None = None) -> int:
     p = _parser("return", "Return each student's own feedback pages and score through the exchange.")
-    p.add_argument("course")
+    p.add_argument("course", nargs="?", help="the course id (default: the only course you teach on this hub)")
     p.add_argument("handback", type=Path, metavar="HANDBACK_DIR", help="the --to folder of course grade hand-back")
     p.add_argument("--grades", type=Path, help="grades.csv of that hand-back (default: OUT/lms/grades.csv when "
                                                "HANDBACK_DIR is OUT-hand-back)")
@@ -246,6 +259,7 @@ def return_main(argv: list[str] | None = None) -> int:
                                 "same course grade hand-back)")
         scores = _scores(grades)
         ex = Exchange.from_env()
+        args.course = ex.course(args.course, instructor=True, how="the course id before HANDBACK_DIR")
         returned = 0
         for student, folder in sorted(folders.items()):
             pages = {f.name: f.read_text(encoding="utf-8") for f in sorted(folder.iterdir())

@@ -21,10 +21,21 @@ from .errors import ExchangeError
 TIMEOUT_S = 120.0      # a hand-in is checked by the grader's static steps: seconds on a busy machine
 
 
+# what says "this process runs on a hub": a single-user server's token (Lab's terminals inherit it) or the
+# exchange's address and token; `course submit` then hands in through the exchange or not at all
+HUB_VARIABLES = ("JUPYTERHUB_API_TOKEN", "COURSE_EXCHANGE_URL", "COURSE_EXCHANGE_TOKEN")
+
+
 def in_hub_session() -> bool:
     """Whether this process can reach an exchange as a hub user (a Lab terminal on the hub)."""
     return bool(os.environ.get("COURSE_EXCHANGE_URL")
                 and (os.environ.get("COURSE_EXCHANGE_TOKEN") or os.environ.get("JUPYTERHUB_API_TOKEN")))
+
+
+def on_a_hub() -> list[str]:
+    """The variables of :data:`HUB_VARIABLES` set here: any one means a hub, where a hand-in file written
+    locally never reaches the instructor (the hub trial: ``--student`` saved one and said "handed in")."""
+    return [name for name in HUB_VARIABLES if os.environ.get(name)]
 
 
 @dataclass
@@ -36,6 +47,14 @@ class Exchange:
     def from_env(cls) -> Exchange:
         url = os.environ.get("COURSE_EXCHANGE_URL", "")
         token = os.environ.get("COURSE_EXCHANGE_TOKEN") or os.environ.get("JUPYTERHUB_API_TOKEN", "")
+        if not url and token:
+            raise ExchangeError("this is a JupyterHub session, but no course exchange is named for it (no "
+                                "$COURSE_EXCHANGE_URL): the hub's administrator adds the exchange to the hub "
+                                "(docs/hub-admins.md)")
+        if url and not token:
+            raise ExchangeError(f"no token for the exchange at {url}: a Lab terminal on the hub has "
+                                "$JUPYTERHUB_API_TOKEN; elsewhere set $COURSE_EXCHANGE_TOKEN to a token made on the "
+                                "hub's token page (/hub/token)")
         if not url or not token:
             raise ExchangeError("not in a hub session: no $COURSE_EXCHANGE_URL and $JUPYTERHUB_API_TOKEN (run this "
                                 "in a terminal of your Lab on the class's hub, or hand in the single-machine way: "
@@ -60,7 +79,7 @@ class Exchange:
     def me(self) -> dict:
         return self._call("GET", "api/me").json()
 
-    def course(self, wanted: str | None, *, instructor: bool = False) -> str:
+    def course(self, wanted: str | None, *, instructor: bool = False, how: str = "--course") -> str:
         """``wanted``, or the caller's only course (the only one they teach, with ``instructor``)."""
         if wanted:
             return wanted
@@ -71,7 +90,7 @@ class Exchange:
         if not courses:
             raise ExchangeError(f"{me['user']} is in no course{' as an instructor' if instructor else ''} on this hub "
                                 "(ask for the hub group course-ID-students or course-ID-instructors)")
-        raise ExchangeError(f"{me['user']} is in several courses ({', '.join(courses)}): say which with --course")
+        raise ExchangeError(f"{me['user']} is in several courses ({', '.join(courses)}): say which with {how}")
 
     def deadlines(self, course: str) -> dict:
         return self._call("GET", f"api/courses/{quote(course)}/deadlines").json()["deadlines"]

@@ -7,6 +7,7 @@
   course lab [ARGS...]        JupyterLab on work/, opened at lesson 01 (ARGS go to jupyter lab)
   course release [--check]    regenerate exercises/ from solutions/
   course publish DEST         the student edition: a git repository without solutions or hidden tests
+  course hub-env [PREFIX]     the hub's shared environment for students' servers, from the edition (no solutions)
   course seal [--check]       close solutions/, tests/, build/ and .git of a shared checkout to all but their owner
   course grade SUB [...]      grade a folder of hand-ins, import reviews, hand back (course grade --help)
   course grade post-scores OUT [--dry-run]    a graded class's final scores to the LMS (LTI AGS)
@@ -272,6 +273,9 @@ def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["publish"]:
         from course_grader.exercise.publish import main as publish_main
         return publish_main(argv[1:])
+    if argv[:1] == ["hub-env"]:
+        from .hub_env.cli import main as hub_env_main
+        return hub_env_main(argv[1:])
     if argv[:1] == ["seal"]:
         from course_grader.exercise.seal import main as seal_main
         return seal_main(argv[1:])
@@ -294,8 +298,8 @@ def _dispatch(argv: list[str]) -> int:
         from course_grader.ui.restore import main as restore_main
         return restore_main(argv[1:])
     if argv[:1] == ["submit"]:
-        from course_exchange.client import in_hub_session
-        if "--student" not in argv and in_hub_session():   # on the class's hub: hand in through its exchange
+        from course_exchange.client import on_a_hub
+        if on_a_hub():   # on the class's hub: through its exchange, or not at all (never a local file)
             from course_exchange.cli import submit_main as hub_submit_main
             return hub_submit_main(argv[1:])
         from course_grader.ui.submit import submit_main
@@ -332,6 +336,8 @@ def _dispatch(argv: list[str]) -> int:
     p_norm.set_defaults(func=cmd_normalize)
     sub.add_parser("release", help="regenerate exercises/ from solutions/ (see course release --help)")
     sub.add_parser("publish", help="the student edition as a git repository (see course publish --help)")
+    sub.add_parser("hub-env", help="build the hub's shared environment for students' servers from the student "
+                   "edition (see course hub-env --help)")
     sub.add_parser("seal", help="close the instructor's folders of a shared checkout to others (course seal --help)")
     sub.add_parser("grade", help="grade submissions (see course grade --help)")
     sub.add_parser("lti-key", help="make the LTI tool's private key and its JWKS (course lti-key PATH)")

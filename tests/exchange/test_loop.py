@@ -52,10 +52,14 @@ def test_hand_in_collect_grade_return_and_feedback(make_course, tmp_path):
     out = Path(step[4])
     graded = course.course(prof, *step, "--no-progress", check=True)
     assert "problem:" not in graded.stdout + graded.stderr          # the folder is the hand-ins, nothing else
-    course.course(prof, "grade", "hand-back", out, check=True)
+    r = course.course(prof, "grade", "hand-back", out, check=True)
     handback = out.with_name(out.name + "-hand-back")
-    r = course.course(prof, "return", course.id, handback, check=True)
-    assert "returned feedback to 2 student(s)" in r.stdout
+    # the next step hand-back names, run as printed (issue 35: it did not name course return)
+    [hint] = [line for line in r.stdout.splitlines() if line.startswith("next, on the class's hub")]
+    step = shlex.split(hint.split(": ", 1)[1])
+    assert step[:2] == ["course", "return"] and Path(step[2]) == handback, hint
+    r = course.course(prof, *step[1:], check=True)
+    assert "returned feedback to 2 student(s)" in r.stdout and course.id in r.stdout, r.stdout
     with open(out / "lms" / "grades.csv", newline="") as fh:
         totals = {row["student"]: row for row in csv.DictReader(fh)}
 

@@ -328,6 +328,7 @@ def hand_back(args) -> int:
     from course_grader.errors import HandBackError
     from course_grader.results.gradebook import Gradebook
     from course_grader.results.handback import hand_back as write_hand_back
+    from course_grader.ui.hints import after_hand_back
 
     if (gradebook := gradebook_of(args, args.out, give="another OUT or --gradebook")) is None:
         return 2
@@ -345,6 +346,7 @@ def hand_back(args) -> int:
     say(f"hand-back: {len(done.folders)} student folders in {to}/ (STUDENT/index.html and one page per exercise"
         f"{'; STUDENT.zip beside each' if done.zips else ''}). Give each student their own folder, not {to}/ itself.")
     say(f"LMS files: {', '.join(str(p) for p in done.lms)}")
+    say(after_hand_back(args.out, to))
     return 0
 
 
