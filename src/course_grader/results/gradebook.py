@@ -30,8 +30,8 @@ from pathlib import Path
 from course_grader.errors import GradebookVersionError
 from course_grader.status import AttemptStatus, CellStatus, TestStatus
 
-from .posted import POSTS_TABLE
 from .attempt import Attempt
+from .posted import POSTS_TABLE
 from .private import private_dir, private_file
 
 # Every table, as a new gradebook gets it. A change here is a new SCHEMA_VERSION with its step in MIGRATIONS.
