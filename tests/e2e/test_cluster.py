@@ -278,3 +278,22 @@ def test_cluster_option_usage_errors_exit_2(tmp_path, argv, capsys):
     with pytest.raises(SystemExit) as stopped:      # one place to grade, not two
         main(["run", str(tmp_path), "--scheduler", "tcp://127.0.0.1:8786", "--cluster", "local:2"])
     assert stopped.value.code == 2
+
+
+def test_a_cluster_left_without_workers_stops_the_run_instead_of_waiting_forever(tmp_path, submission, monkeypatch):
+    """Every worker gone and none joining: Dask keeps the tasks queued, so a run that only waited for them
+    never ended (a test run hung here for 35 minutes once both of its workers had died). The run stops with
+    the grader's error, saying how many submissions are left, and records nothing it did not grade."""
+    from course_grader.pipeline.cluster import client as cluster_client
+
+    monkeypatch.setattr(cluster_client, "NO_WORKERS_S", 2.0)
+    monkeypatch.setattr(cluster_client, "WATCH_S", 0.2)
+    for s in ("mia", "ned"):
+        submission(s, "ex01")
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as lc:
+        with pytest.raises(GraderError, match=r"no worker for 2\.0 s: 2 submission\(s\) not graded"):
+            grade_class(tmp_path / "subs", tmp_path / "out", progress=False, warm=False,
+                        executor=DaskExecutor(lc.scheduler_address), verdict_for=measuring_verdicts,
+                        host_factory=lambda *a: FlakyHost("cpu-time", 0))
+    with Gradebook(tmp_path / "out" / "gradebook.sqlite") as book:
+        assert book.current() == []

@@ -17,17 +17,21 @@ What happens when things die:
   grader fault for that submission, never recorded, graded again by the next run;
 * this process dies: the gradebook holds every attempt recorded so far (one transaction each),
   and the next run skips them by attempt key, as a local run does;
-* a worker cannot set up (``WorkerSetupError``): the run stops with ``GraderError``.
+* a worker cannot set up (``WorkerSetupError``): the run stops with ``GraderError``;
+* every worker is gone (killed, or its machine down) and none joins for ``NO_WORKERS_S``: the run
+  stops with ``GraderError`` naming how many submissions are left, rather than wait forever for a
+  task no one runs (Dask keeps such tasks queued); what was recorded stays, the next run grades the rest.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from distributed import Client, as_completed
-from distributed.client import FutureCancelledError
+from distributed import Client
+from distributed.client import FutureCancelledError, FuturesCancelledError, _wait
 
 from .worker import (
     PLUGIN_NAME,
@@ -42,6 +46,8 @@ from .worker import (
 )
 
 CONNECT_TIMEOUT_S = 60
+NO_WORKERS_S = 120          # a cluster without any worker this long stops the run (a worker restarts in seconds)
+WATCH_S = 5.0               # how often a run waiting on its tasks looks whether the cluster still has workers
 PREPARE_PRIORITY = 100      # a worker warms up before it grades (Dask runs higher priorities first)
 
 
@@ -79,7 +85,7 @@ class ClusterSession:
         futures = {self.client.submit(grade_task, self.spec, job, False, key=self._key(job, False)): job
                    for job in todo}
         try:
-            for fut in as_completed(list(futures), loop=self.client.loop):
+            for fut in self._as_completed(list(futures)):
                 job = futures.pop(fut)
                 self._stop_on_setup_error(fut)
                 yield job, self._outcome(fut)
@@ -88,8 +94,36 @@ class ClusterSession:
                 fut.cancel()
             self.prepared = []
 
+    def _as_completed(self, futures: list) -> Iterator:
+        """``futures`` as they finish; ``GraderError`` once the cluster has had no worker for NO_WORKERS_S."""
+        from course_grader.errors import GraderError
+
+        pending, alone_since = list(futures), None
+        while pending:
+            try:
+                # distributed.wait on this session's client (``wait`` itself takes the default one, and this
+                # client is deliberately not the default: a grader may run beside the user's own)
+                self.client.sync(_wait, pending, timeout=WATCH_S, return_when="FIRST_COMPLETED")
+            except (TimeoutError, FuturesCancelledError):   # a cancelled task is its submission's outcome
+                pass
+            done = [f for f in pending if f.status != "pending"]
+            if done:
+                pending = [f for f in pending if f.status == "pending"]
+                yield from done
+                continue
+            if self.client.nthreads():
+                alone_since = None
+            elif alone_since is None:
+                alone_since = time.monotonic()
+            elif time.monotonic() - alone_since >= NO_WORKERS_S:
+                raise GraderError(f"the cluster has had no worker for {NO_WORKERS_S} s: {len(pending)} submission(s) "
+                                  "not graded; start its workers and run the same command again (what was graded "
+                                  "is kept)")
+
     def alone(self, job):
         fut = self.client.submit(grade_task, self.spec, job, True, key=self._key(job, True))
+        for _ in self._as_completed([fut]):
+            pass
         self._stop_on_setup_error(fut)
         return self._outcome(fut)()
 
