@@ -69,7 +69,7 @@ AGS_FILE_KEYS = ("course", "context_id", "context_title", "issuer", "client_id",
                  "lineitems", "lineitem", "scope", "members", "updated")   # members: {hub name: {sub, role}}
 UNIX_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,31}\Z")
 UNIX_NAME_MAX = 32
-NAME_HASH_CHARS = 8
+NAME_HASH_CHARS = 16        # 64 bits of SHA-256: no one finds a value that shares another's name
 AGAIN = ("Open the course again from your course site (the LMS). If this page comes back, "
          "tell your instructor what it says.")
 
@@ -95,8 +95,12 @@ def course_role(roles) -> Role | None:
         if role.startswith(MEMBERSHIP + "#"):
             names.add(role.split("#", 1)[1])
         elif role.startswith(MEMBERSHIP + "/"):
+            # a sub-role is a kind of its principal role: Learner#Instructor is a learner, and only
+            # Instructor's own sub-roles (Instructor#TeachingAssistant) make an instructor
             principal, _, sub = role[len(MEMBERSHIP) + 1:].partition("#")
-            names.update({principal, sub})
+            names.add(principal)
+            if principal == "Instructor" and sub:
+                names.add(sub)
         elif "/" not in role and "#" not in role:
             names.add(role)        # LTI 1.3 allows a context role's short name (deprecated)
     if names & INSTRUCTOR_ROLES:
@@ -104,6 +108,24 @@ def course_role(roles) -> Role | None:
     if names & STUDENT_ROLES:
         return Role.STUDENT
     return None
+
+
+HASHED_NAME = re.compile(rf"-[0-9a-f]{{{NAME_HASH_CHARS}}}\Z")
+SYSTEM_UID_MAX = 999     # accounts below Debian's UID_MIN (1000): root, daemons, the exchange's own user
+
+
+def launch_username(value: str) -> str:
+    """The hub name of an LMS user from the raw claim: the value itself only when it is exactly a valid
+    name (no case folded, nothing stripped) and does not look like a hashed one; else the safe form and
+    a hash of the whole value. So "Alice", " alice" and "lti-5-<hash of 5>" never become "alice" or
+    user 5's name: a student who can change the claim (a custom field) cannot take another's account."""
+    if UNIX_NAME.fullmatch(value) and not HASHED_NAME.search(value):
+        return value
+    tag = hashlib.sha256(value.encode()).hexdigest()[:NAME_HASH_CHARS]
+    safe = re.sub(r"[^a-z0-9._-]+", "-", value.strip().lower()).strip("-._")
+    if not safe or not safe[0].isalpha():
+        safe = "lti-" + safe
+    return f"{safe[:UNIX_NAME_MAX - NAME_HASH_CHARS - 1].rstrip('-._')}-{tag}"
 
 
 def hub_username(value: str) -> str:
@@ -232,7 +254,8 @@ class CourseLTI13Authenticator(LTI13Authenticator):
                                      "set up on this hub: its admin maps LMS courses to hub courses in the "
                                      "LTI settings, [courses]")
         model = await super().authenticate(handler, claims)
-        name = self.normalize_username(model["name"])
+        name = launch_username(str(model["name"]))
+        self._refuse_reserved(name)
         group = instructors_group(course) if role is Role.INSTRUCTOR else students_group(course)
         endpoint = claims.get(AGS_CLAIM) if isinstance(claims.get(AGS_CLAIM), dict) else None
         model["name"] = name
@@ -242,6 +265,17 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         self._record_launch(course, context, claims, endpoint, name, role)
         self.log.info("LTI launch: %s is %s of course %s", name, role, course)
         return model
+
+    def _refuse_reserved(self, name: str) -> None:
+        """No launch logs in as a system account (root, a daemon, the exchange's own user)."""
+        import pwd
+
+        try:
+            uid = pwd.getpwnam(name).pw_uid
+        except KeyError:
+            return
+        if uid <= SYSTEM_UID_MAX:
+            raise LaunchRefused(403, f"the LMS user name {name!r} is a system account on this hub's machine")
 
     def _groups_after_launch(self, handler, name: str, course: str, group: str) -> list[str]:
         """The user's groups with this course's role replaced by the launch's (other courses' kept)."""

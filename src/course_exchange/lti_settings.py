@@ -117,6 +117,12 @@ def load(path: str | Path) -> LtiSettings:
         course = _text(course, f"[courses] {context!r}", where)
         if problem := course_id_problem(course):
             raise SettingsError(f"{where}: [courses] {context!r}: {problem}")
+        if course in mapping.values():
+            # one LMS course per hub course: the launches record the course's grade endpoint, which a
+            # second LMS course (a section) would overwrite, sending every score to the last one launched
+            other = next(c for c, v in mapping.items() if v == course)
+            raise SettingsError(f"{where}: [courses] {context!r} and {other!r} both map to {course!r}: give "
+                                "each LMS course (section) its own hub course id")
         mapping[context] = course
     claim = _text(tool.get("username_claim", DEFAULT_USERNAME_CLAIM), "[tool] username_claim", where)
     key = tool.get("private_key")

@@ -52,3 +52,17 @@ def test_only_public_keys_are_served(tmp_path):
     for text in (path.read_text(), json.dumps({"keys": [{**public, "d": "x"}]}), "{}"):
         with pytest.raises(ValueError):
             public_key_set(text)
+
+
+def test_a_file_planted_beside_the_key_is_never_written_as_the_keyset(tmp_path):
+    """Someone who can write in the key's folder plants the keyset's temporary file (theirs, 0666): the
+    keyset served is still a new file holding the tool's own public key (no open of a planted name)."""
+    path = tmp_path / "tool-key.pem"
+    planted = tmp_path / f".{jwks_path(path).name}.tmp"
+    planted.write_text('{"keys": [{"kid": "attacker"}]}')
+    planted.chmod(0o666)
+    public = create(path)
+    served = jwks_path(path)
+    assert json.loads(served.read_text())["keys"] == [public]
+    assert served.stat().st_ino != planted.stat().st_ino and oct(served.stat().st_mode & 0o777) == "0o644"
+    assert json.loads(planted.read_text())["keys"] == [{"kid": "attacker"}]

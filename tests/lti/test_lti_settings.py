@@ -88,6 +88,9 @@ def test_course_roles_follow_the_lis_vocabulary():
     assert role([f"{m}#Learner", f"{m}#Instructor"]) is Role.INSTRUCTOR
     assert role(["Learner"]) is Role.STUDENT and role(["Instructor"]) is Role.INSTRUCTOR
     assert role([f"{m}/Learner#NonCreditLearner"]) is Role.STUDENT
+    # a sub-role is a kind of its principal: a learner whose sub-role is named Instructor is a learner
+    assert role([f"{m}/Learner#Instructor"]) is Role.STUDENT
+    assert role([f"{m}/Mentor#TeachingAssistant"]) is None
     for none in ([], None, "Learner", [f"{m}#Mentor"], [f"{m}#ContentDeveloper"],
                  ["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"],
                  ["http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"]):
@@ -104,6 +107,28 @@ def test_hub_user_names_are_unix_names_and_never_collide():
     for n in made:
         assert lti_launch.UNIX_NAME.fullmatch(n), n
     assert name("5").startswith("lti-5-") and name("alice@uni.edu").startswith("alice-uni.edu-")
+
+
+def test_a_launch_name_cannot_be_made_to_equal_another_users():
+    """From the raw claim (a custom field a student may edit): case, spaces and a copied hashed name do
+    not give another user's name; only an exact valid name is kept as it is."""
+    lti_launch = pytest.importorskip("course_exchange.lti_launch", reason="needs jupyterhub-ltiauthenticator")
+    name = lti_launch.launch_username
+    assert name("alice") == "alice"
+    victim = name("5")
+    assert victim.startswith("lti-5-") and lti_launch.UNIX_NAME.fullmatch(victim)
+    for attempt in ("Alice", " alice", "alice ", "ALICE"):
+        assert name(attempt) != "alice", attempt
+    for attempt in (victim, victim.upper(), victim + " ", "5 ", "5!"):
+        assert name(attempt) != victim, attempt
+    assert name(victim) == name(victim) and lti_launch.hub_username(victim) == victim   # the hub's own pass
+
+
+def test_two_lms_courses_cannot_share_one_hub_course(tmp_path):
+    text = GOOD.replace('[courses]\n', '[courses]\n"section-b" = "tcc"\n')
+    assert text != GOOD
+    with pytest.raises(SettingsError, match="both map to 'tcc'"):
+        load(write(tmp_path, text))
 
 
 def test_the_example_in_the_admins_page_is_a_file_load_accepts(tmp_path):

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -70,8 +71,9 @@ def create(path: Path) -> dict:
         out.write(pem)
     public = public_jwk(pem)
     target = jwks_path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, JWKS_MODE)
+    # a new file of a random name (O_EXCL): a file planted beside the key by someone who can write there is
+    # never opened, so the keyset the exchange serves is the one written here
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.fchmod(fd, JWKS_MODE)     # public, for the service's user, whatever the umask
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump({"keys": [public]}, out, indent=1)
