@@ -225,6 +225,7 @@ def test_course_run_grades_the_samples_beside_the_lessons_in_warm_kernels(monkey
         return [(p, 1.0, "ok") for p in paths]
 
     monkeypatch.setenv("COURSE_WARM_KERNELS", warm)
+    monkeypatch.setenv("COLUMNS", "200")      # the summary is a table as wide as the terminal: no folded cell
     before = os.environ.get("JUPYTER_PATH")
     monkeypatch.setattr(cli, "_execute_many", lessons)
     monkeypatch.setattr(release, "release_all", lambda *a, **k: [])

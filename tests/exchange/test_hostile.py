@@ -5,6 +5,7 @@ import hashlib
 import http.client
 import json
 import select
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlparse
@@ -12,7 +13,7 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from conftest import SAMPLES
+from conftest import COURSE_CMD, ROOT, SAMPLES
 
 CORRECT = (SAMPLES / "correct__ex02_diagnose.ipynb").read_bytes()
 PARTIAL = (SAMPLES / "partial__ex02_diagnose.ipynb").read_bytes()
@@ -286,8 +287,13 @@ def test_the_grader_refusal_is_course_submits(class_with_work, tmp_path):
     course, victim, attacker = class_with_work
     bad = tmp_path / "ex01_capture_boundary.ipynb"
     bad.write_bytes(BROKEN)
-    local = course.course(attacker, "submit", bad, "--student", attacker, "--out", tmp_path / "handin")
-    assert local.returncode == 1
+    # the same student off the hub (no hub variables: on a hub, --student and --out are refused)
+    off_hub = {k: v for k, v in course.env(attacker).items()
+               if k not in ("JUPYTERHUB_API_TOKEN", "COURSE_EXCHANGE_URL")}
+    local = subprocess.run([str(COURSE_CMD), "submit", str(bad), "--student", attacker,
+                            "--out", str(tmp_path / "handin")], env=off_hub, capture_output=True, text=True,
+                           timeout=900, cwd=ROOT)
+    assert local.returncode == 1, local.stderr
     words = (local.stdout + local.stderr).split(f"would reject {bad}: ", 1)[1].strip()
     hub = course.course(attacker, "submit", bad)
     assert hub.returncode == 1

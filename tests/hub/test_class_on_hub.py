@@ -202,7 +202,7 @@ def _the_class(hub, users, edition: Path, storage: Path, shots: Path, steps: Ste
             rc, out = teacher.run(f"course collect {COURSE_ID} --to ~/collected")
             assert rc == 0 and "collected 1 hand-in(s)" in out, out
             assert (prof.home / "collected" / f"{alice.name}__ex01_capture_boundary.ipynb").is_file()
-            rc, out = teacher.run("course grade ~/collected --out ~/graded --no-progress")
+            rc, out = teacher.run("course grade run ~/collected --out ~/graded --no-progress")
             assert rc == 0 and "grader faults 0" in out, out
             rc, out = teacher.run("course grade hand-back ~/graded && "
                                   f"course return {COURSE_ID} ~/graded-hand-back")

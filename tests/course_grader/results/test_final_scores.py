@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from course_grader.results.attempt import AnswerItem, Attempt, TestResult
 from course_grader.results.final_scores import PENDING, final_scores
-from course_grader.results.gradebook import AnswerItem, Attempt, Gradebook, TestResult
+from course_grader.results.gradebook import Gradebook
 from course_grader.results.posted import Post, latest, record
 from course_grader.status import AttemptStatus, TestStatus
 
