@@ -27,6 +27,7 @@ import jwt
 import pytest
 import requests
 
+from course_exchange.lti_launch import launch_username
 from lti import lms_hub
 from lti.platform import AGS_RESULT_READ, AGS_SCORE, CLIENT_ASSERTION_TYPE
 
@@ -37,9 +38,11 @@ CLIENT_ID = lms_hub.CLIENT_ID
 RESULTS_TYPE = "application/vnd.ims.lis.v2.resultcontainer+json"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 # who handed in what: (student, sample file, exercise notebook)
-# the LMS user ids (sub) of the students who launch the course; the hub names them in lower case
-ROSTER = {"lms-ada": "LMS-Ada", "lms-bob": "LMS-Bob", "lms-cy": "LMS-Cy", "lms-dee": "LMS-Dee"}
-ADA, BOB, CY, DEE, EVE = "lms-ada", "lms-bob", "lms-cy", "lms-dee", "lms-eve"
+# the LMS user ids (sub) of the students who launch the course; not exact hub names (upper case), the
+# hub names each by its safe form and a hash (lti_launch.launch_username), so name and sub differ
+SUBS = ("LMS-Ada", "LMS-Bob", "LMS-Cy", "LMS-Dee", "LMS-Eve")
+ADA, BOB, CY, DEE, EVE = (launch_username(sub) for sub in SUBS)
+ROSTER = {launch_username(sub): sub for sub in SUBS[:4]}
 CLASS = [(ADA, "correct__ex01_capture_boundary", "ex01_capture_boundary"),
          (ADA, "correct__ex02_diagnose", "ex02_diagnose"),
          (BOB, "unanswered__ex01_capture_boundary", "ex01_capture_boundary"),
