@@ -28,6 +28,7 @@ from unittest import mock
 import nbformat
 import pytest
 import requests
+from lab_panel_page import card, wait_done, wait_status
 
 from course_grader.ui.check_record import RECORD_NAME
 from course_grader.ui.submit import default_handin
@@ -49,7 +50,6 @@ ANSWER = '''def safe_normalize_rewrite(x):
     safe_norm = torch.where(positive, norm, torch.ones_like(norm))
     return torch.where(positive, x / safe_norm, x)
 '''
-JOB_TIMEOUT_MS = 900_000     # a check compiles and runs the answer in the grader's sandbox on 2 busy cores
 # as `course lab` starts it: the course's Lab settings (no news pop-up); the app object for the test to wait on
 LAB_ARGS = ["--LabApp.expose_app_in_browser=True", f"--LabApp.app_settings_dir={ROOT / 'lab' / 'settings'}"]
 
@@ -147,26 +147,6 @@ def test_an_exchange_that_does_not_answer_is_said_plainly(workspace, tmp_path):
 
 
 # -- the panel in JupyterLab, by clicks ------------------------------------------------------------------------
-
-def card(page, name: str):
-    return page.locator(f".cc-ExercisesPanel .cc-exercise[data-exercise='{name}']")
-
-
-def wait_done(page, name: str, command: str) -> str:
-    """The output of the card's job running ``course COMMAND``, once it ended."""
-    output = card(page, name).locator("pre.cc-output")
-    page.wait_for_function(
-        "([name, command]) => { const pre = document.querySelector(`.cc-exercise[data-exercise='${name}'] "
-        "pre.cc-output`); return pre && pre.textContent.startsWith(`$ course ${command} `) "
-        "&& pre.dataset.state !== 'running'; }", arg=[name, command], timeout=JOB_TIMEOUT_MS, polling=1000)
-    return output.inner_text()
-
-
-def wait_status(page, name: str, status: str) -> None:
-    page.wait_for_function(
-        "([name, status]) => { const b = document.querySelector(`.cc-exercise[data-exercise='${name}'] .cc-status`);"
-        " return b && b.textContent === status; }", arg=[name, status], timeout=120_000, polling=500)
-
 
 @pytest.fixture(scope="module")
 def lab(server):

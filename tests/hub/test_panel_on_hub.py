@@ -26,6 +26,7 @@ import hubtools
 import lab_browser
 import pytest
 import unix_users
+from lab_panel_page import card, wait_done, wait_status
 from test_class_on_hub import ANSWER, STUB_MARKER, Steps, publish
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,29 +34,10 @@ COURSE = Path(sys.executable).with_name("course")
 SCREENSHOTS = ROOT / "build" / "test-screenshots" / "hub-panel"
 COURSE_ID = "pnl"
 EX01 = "ex01_capture_boundary"
-JOB_TIMEOUT_MS = 900_000
 
 pytestmark = pytest.mark.skipif(
     bool(hubtools.skip_reason() or unix_users.why_not() or lab_browser.skip_reason()),
     reason=hubtools.skip_reason() or unix_users.why_not() or lab_browser.skip_reason() or "ok")
-
-
-def card(page, name: str):
-    return page.locator(f".cc-ExercisesPanel .cc-exercise[data-exercise='{name}']")
-
-
-def wait_done(page, name: str, command: str) -> str:
-    page.wait_for_function(
-        "([name, command]) => { const pre = document.querySelector(`.cc-exercise[data-exercise='${name}'] "
-        "pre.cc-output`); return pre && pre.textContent.startsWith(`$ course ${command}`) "
-        "&& pre.dataset.state !== 'running'; }", arg=[name, command], timeout=JOB_TIMEOUT_MS, polling=1000)
-    return card(page, name).locator("pre.cc-output").inner_text()
-
-
-def wait_status(page, name: str, status: str) -> None:
-    page.wait_for_function(
-        "([name, status]) => { const b = document.querySelector(`.cc-exercise[data-exercise='${name}'] .cc-status`);"
-        " return b && b.textContent === status; }", arg=[name, status], timeout=180_000, polling=500)
 
 
 def as_instructor(hub, prof, command: str) -> str:
